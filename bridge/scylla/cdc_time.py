@@ -1,0 +1,50 @@
+"""`cdc$time` timeuuids and write timestamps in microseconds (cdc-log-format.md section 5)."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+# 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
+UUID_EPOCH_OFFSET = 0x01B21DD213814000
+
+# Bounds of the low 64 bits under Cassandra's timeuuid order (signed-byte compare of the low
+# bytes), as used by minTimeuuid()/maxTimeuuid().
+_MIN_LOW = 0x8080808080808080
+_MAX_LOW = 0x7F7F7F7F7F7F7F7F
+
+
+def micros_of(time_uuid: uuid.UUID) -> int:
+    """The write timestamp (µs since the Unix epoch) a `cdc$time` value carries."""
+    return (time_uuid.time - UUID_EPOCH_OFFSET) // 10
+
+
+def _from_ts60_and_low(ts60: int, low: int) -> uuid.UUID:
+    time_low = ts60 & 0xFFFFFFFF
+    time_mid = (ts60 >> 32) & 0xFFFF
+    time_hi_and_version = ((ts60 >> 48) & 0x0FFF) | 0x1000
+    high = (time_low << 32) | (time_mid << 16) | time_hi_and_version
+    return uuid.UUID(int=(high << 64) | low)
+
+
+def timeuuid_for(micros: int, low: int | None = None) -> uuid.UUID:
+    """A fresh `cdc$time` for a record at `micros`: random low bits with the IETF variant."""
+    if low is None:
+        low = (secrets.randbits(64) & 0x3FFFFFFFFFFFFFFF) | 0x8000000000000000
+    return _from_ts60_and_low(micros * 10 + UUID_EPOCH_OFFSET, low)
+
+
+def min_timeuuid(micros: int) -> uuid.UUID:
+    """The smallest timeuuid at `micros` (what CQL's minTimeuuid gives, at µs precision)."""
+    return _from_ts60_and_low(micros * 10 + UUID_EPOCH_OFFSET, _MIN_LOW)
+
+
+def max_timeuuid(micros: int) -> uuid.UUID:
+    """The largest timeuuid at `micros` + 0.9 µs (the whole microsecond)."""
+    return _from_ts60_and_low(micros * 10 + 9 + UUID_EPOCH_OFFSET, _MAX_LOW)
+
+
+def timeuuid_sort_key(value: uuid.UUID) -> tuple[int, bytes]:
+    """Cassandra's timeuuid order: timestamp first, then the low 8 bytes as signed bytes."""
+    low = value.bytes[8:]
+    return value.time, bytes((b ^ 0x80) for b in low)

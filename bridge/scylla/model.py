@@ -1,0 +1,81 @@
+"""What the source layer hands on: log rows grouped into change records.
+
+A record is every log row sharing one (`cdc$stream_id`, `cdc$time`); it is read, translated
+and committed whole (design.md section 3).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from bridge.scylla.cdc_time import micros_of
+from bridge.scylla.stream_id import StreamId
+
+
+class Operation(IntEnum):
+    """`cdc$operation` values (cdc-log-format.md section 2)."""
+
+    PRE_IMAGE = 0
+    UPDATE = 1
+    INSERT = 2
+    ROW_DELETE = 3
+    PARTITION_DELETE = 4
+    RANGE_DELETE_START_INCLUSIVE = 5
+    RANGE_DELETE_START_EXCLUSIVE = 6
+    RANGE_DELETE_END_INCLUSIVE = 7
+    RANGE_DELETE_END_EXCLUSIVE = 8
+    POST_IMAGE = 9
+    SERVICE_ROW_DELETE = -3
+    SERVICE_PARTITION_DELETE = -4
+
+    @property
+    def is_image(self) -> bool:
+        return self in (Operation.PRE_IMAGE, Operation.POST_IMAGE)
+
+    @property
+    def is_range_bound(self) -> bool:
+        return 5 <= self.value <= 8
+
+
+@dataclass(frozen=True, slots=True)
+class LogRow:
+    """One row of a CDC log table. `values` holds every non-`cdc$` key column and every base
+    column's value, `cdc$deleted_*` and `cdc$deleted_elements_*` column, as the driver returns
+    them (None for null)."""
+
+    stream_id: StreamId
+    time: uuid.UUID
+    batch_seq_no: int
+    operation: Operation
+    ttl: int | None
+    end_of_batch: bool
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRecord:
+    """All log rows of one (stream, `cdc$time`) in `cdc$batch_seq_no` order."""
+
+    keyspace: str
+    table: str
+    rows: tuple[LogRow, ...]
+
+    @property
+    def stream_id(self) -> StreamId:
+        return self.rows[0].stream_id
+
+    @property
+    def time(self) -> uuid.UUID:
+        return self.rows[0].time
+
+    @property
+    def micros(self) -> int:
+        return micros_of(self.rows[0].time)
+
+    @property
+    def last_seq(self) -> int:
+        return self.rows[-1].batch_seq_no
