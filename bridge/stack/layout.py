@@ -1,0 +1,58 @@
+"""Where the local stack keeps its files, and where its services listen."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """Addresses of the running local stack, for clients and tests."""
+
+    kafka_port: int = 9092
+    kafka_controller_port: int = 9093
+    cassandra_port: int = 9042
+    cassandra_storage_port: int = 7000
+    registry_port: int = 8080
+    host: str = "127.0.0.1"
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"{self.host}:{self.kafka_port}"
+
+    @property
+    def cassandra_host(self) -> str:
+        return self.host
+
+    @property
+    def schema_registry_url(self) -> str:
+        """Apicurio's Confluent-compatible API."""
+        return f"http://{self.host}:{self.registry_port}/apis/ccompat/v7"
+
+
+@dataclass(frozen=True, slots=True)
+class StackLayout:
+    """`deploy_dir` holds the checked-in recipes (POMs, config templates); `state_dir` the
+    git-ignored downloads, data, logs and pid files."""
+
+    deploy_dir: Path
+    state_dir: Path
+
+    @classmethod
+    def default(cls) -> StackLayout:
+        deploy = os.environ.get("CDC_BRIDGE_DEPLOY_DIR")
+        state = os.environ.get("CDC_BRIDGE_STACK_DIR")
+        return cls(
+            deploy_dir=Path(deploy) if deploy else _REPO_ROOT / "deploy" / "local",
+            state_dir=Path(state) if state else _REPO_ROOT / ".stack",
+        )
+
+    def recipe(self, service: str) -> Path:
+        return self.deploy_dir / service
+
+    def home(self, service: str) -> Path:
+        return self.state_dir / service

@@ -1,0 +1,150 @@
+"""`up`, `status` and `down` for the whole local stack."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from bridge.stack.layout import Endpoints, StackLayout
+from bridge.stack.process import (
+    PidFile,
+    StackError,
+    log_tail,
+    pid_alive,
+    port_open,
+    spawn,
+    terminate,
+)
+from bridge.stack.services import Service, all_services
+
+READY_TIMEOUT_S = 240.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatus:
+    name: str
+    state: str  # ready | starting | down | foreign
+    pid: int | None
+    endpoint: str
+    detail: str = ""
+
+
+def check_java() -> None:
+    if shutil.which("java") is None:
+        raise StackError("Java is not on PATH; the stack needs Java 17 or newer (apt-get install openjdk-17-jre)")
+    banner = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
+    match = re.search(r'version "(\d+)', banner)
+    if match is None or int(match.group(1)) < 17:
+        raise StackError(f"the stack needs Java 17 or newer, found: {banner.splitlines()[0] if banner else '?'}")
+
+
+class StackManager:
+    def __init__(self, layout: StackLayout, endpoints: Endpoints, say: Callable[[str], None] = print) -> None:
+        self.layout = layout
+        self.endpoints = endpoints
+        self.services = all_services(layout, endpoints)
+        self.say = say
+
+    @classmethod
+    def default(cls) -> StackManager:
+        return cls(StackLayout.default(), Endpoints())
+
+    def service(self, name: str) -> Service:
+        for service in self.services:
+            if service.name == name:
+                return service
+        raise KeyError(name)
+
+    def _selected(self, only: Iterable[str] | None) -> list[Service]:
+        names = set(only) if only is not None else None
+        return [s for s in self.services if names is None or s.name in names]
+
+    def pid_of(self, service: Service) -> int | None:
+        pid = PidFile(service.pid_path).read()
+        return pid if pid is not None and pid_alive(pid, service.main_marker) else None
+
+    def status_of(self, service: Service) -> ServiceStatus:
+        recorded = PidFile(service.pid_path).read()
+        pid = self.pid_of(service)
+        if pid is not None:
+            state = "ready" if service.ready() else "starting"
+            return ServiceStatus(service.name, state, pid, service.endpoint)
+        busy = [p for p in service.ports if port_open(self.endpoints.host, p)]
+        if busy:
+            return ServiceStatus(service.name, "foreign", None, service.endpoint,
+                                 f"port {busy[0]} is in use by a process this stack did not start")
+        detail = f"process {recorded} from the pid file is gone" if recorded is not None else ""
+        return ServiceStatus(service.name, "down", None, service.endpoint, detail)
+
+    def status(self) -> list[ServiceStatus]:
+        return [self.status_of(s) for s in self.services]
+
+    def up(self, quiet: bool = False, only: Iterable[str] | None = None) -> list[str]:
+        """Start what is not running and wait until every service accepts clients.
+        Returns the names of the services this call started."""
+        began = time.monotonic()
+        services = self._selected(only)
+        to_start: list[Service] = []
+        for service in services:
+            current = self.status_of(service)
+            if current.state == "foreign":
+                raise StackError(f"{service.name}: {current.detail}; stop it or free the port, then run again")
+            if current.state == "down":
+                to_start.append(service)
+        if to_start:
+            check_java()
+        for service in to_start:
+            self.home_ready(service)
+            if service.fetch():
+                self.say(f"{service.name}: fetched from Maven Central into {service.home / 'lib'}")
+            service.prepare()
+        for service in to_start:
+            pid = spawn(service.command(), cwd=service.home, log_path=service.log_path)
+            PidFile(service.pid_path).write(pid)
+            self.say(f"{service.name}: started (pid {pid}), log {service.log_path}")
+        self._wait_ready(services)
+        if not quiet or to_start:
+            self.say(f"stack ready in {time.monotonic() - began:.1f}s: " + ", ".join(
+                f"{s.name} {s.endpoint}" for s in services))
+        return [s.name for s in to_start]
+
+    def home_ready(self, service: Service) -> None:
+        service.home.mkdir(parents=True, exist_ok=True)
+        # A new start gets a new log, so a failure report shows only this attempt.
+        if service.log_path.exists():
+            service.log_path.replace(service.log_path.with_suffix(".log.1"))
+
+    def _wait_ready(self, services: list[Service]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = list(services)
+        while pending:
+            for service in list(pending):
+                pid = PidFile(service.pid_path).read()
+                if pid is None or not pid_alive(pid, service.main_marker):
+                    PidFile(service.pid_path).remove()
+                    raise StackError(f"{service.name} died during start; last lines of {service.log_path}:\n"
+                                     + log_tail(service.log_path))
+                if service.ready():
+                    pending.remove(service)
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(s.name for s in pending)
+                raise StackError(f"{names} not ready after {READY_TIMEOUT_S:.0f}s; see the logs under "
+                                 f"{self.layout.state_dir}")
+            if pending:
+                time.sleep(0.5)
+
+    def down(self, only: Iterable[str] | None = None) -> list[str]:
+        """Stop the processes this stack started (by their recorded pids). Returns their names."""
+        stopped = []
+        for service in self._selected(only):
+            pid = self.pid_of(service)
+            if pid is not None:
+                terminate(pid, service.main_marker, service.stop_grace_s)
+                stopped.append(service.name)
+                self.say(f"{service.name}: stopped (pid {pid})")
+            PidFile(service.pid_path).remove()
+        return stopped
