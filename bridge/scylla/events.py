@@ -1,0 +1,85 @@
+"""What `SourceReader.poll` hands to the worker: records with their positions, and group
+lifecycle events. Frozen value objects; the worker commits `position`s it has produced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bridge.scylla.groups import GroupId, StreamGroup
+from bridge.scylla.model import ChangeRecord
+from bridge.scylla.positions import Position
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRead:
+    """One whole record; `position` points just after it (commit it with the record)."""
+
+    group: GroupId
+    record: ChangeRecord
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """The group has read everything before `position.window_start_us` (a window ended)."""
+
+    group: GroupId
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDiscovered:
+    """A group exists (a new generation or stream set, or the ones live at the start time);
+    `group.predecessors` must finish before it is read."""
+
+    group: StreamGroup
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEndKnown:
+    """The group ends (exclusively) at `end_us`: the next generation's start, or the stream set
+    timestamp that closed the stream."""
+
+    group: GroupId
+    end_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFinished:
+    """Everything of the group has been handed on; `position` is its final position."""
+
+    group: GroupId
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class PossibleGap:
+    """A saved position older than the log TTL: rows between it and `oldest_us` may have expired."""
+
+    group: GroupId
+    position: Position
+    oldest_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRetrying:
+    """A transient error; the group retries after `delay_ms` from where it stopped."""
+
+    group: GroupId
+    error: str
+    delay_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderFailed:
+    """A group (or, with `group` None, discovery for `table`) cannot go on."""
+
+    group: GroupId | None
+    table: str
+    message: str
+
+
+SourceEvent = (
+    RecordRead | GroupProgress | GroupDiscovered | GroupEndKnown | GroupFinished | PossibleGap
+    | GroupRetrying | ReaderFailed
+)

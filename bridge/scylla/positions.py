@@ -1,0 +1,98 @@
+"""Exact read positions of a group and their offsets-value form (design.md 2.3).
+
+A `Position` says: every record of the group before `window_start_us` has been consumed, and
+inside the window `[window_start_us, window_end_us)` every record up to and including `last`
+in read order. Read order inside a window is stream by stream (`groups.read_order`), then
+(`cdc$time`, `cdc$batch_seq_no`) inside a stream. `last.batch_seq_no` None means the whole
+record at (`stream`, `time`) was consumed (what a Java-connector offset says); a number means
+rows up to that sequence number were, so a resume hands on the rest of that record only.
+
+A position with `last` None consumed nothing of its window, so a resume may plan windows
+afresh from `window_start_us`; one with `last` set must re-read exactly its saved window.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bridge.scylla.cdc_time import max_timeuuid, micros_of, min_timeuuid, timeuuid_sort_key
+from bridge.scylla.groups import read_order
+from bridge.scylla.stream_id import StreamId
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeId:
+    """The last consumed record (or row, with `batch_seq_no`) of a window."""
+
+    stream: StreamId
+    time: uuid.UUID
+    batch_seq_no: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    window_start_us: int
+    window_end_us: int
+    last: ChangeId | None = None
+
+    def __post_init__(self) -> None:
+        if self.window_end_us < self.window_start_us:
+            raise ValueError(f"window end {self.window_end_us} before start {self.window_start_us}")
+
+    @classmethod
+    def at(cls, micros: int) -> Position:
+        """Nothing at or after `micros` consumed."""
+        return cls(micros, micros)
+
+    def consumed(self, stream: StreamId, time: uuid.UUID, batch_seq_no: int) -> bool:
+        """Whether the row at (stream, time, seq) of this window was already consumed."""
+        if micros_of(time) < self.window_start_us:
+            return True
+        if self.last is None or micros_of(time) >= self.window_end_us:
+            return False
+        mine, theirs = read_order(stream), read_order(self.last.stream)
+        if mine != theirs:
+            return mine < theirs
+        here, there = timeuuid_sort_key(time), timeuuid_sort_key(self.last.time)
+        if here != there:
+            return here < there
+        return self.last.batch_seq_no is None or batch_seq_no <= self.last.batch_seq_no
+
+    def stream_done(self, stream: StreamId) -> bool:
+        """Whether every row of `stream` in this window was consumed (it precedes `last`)."""
+        return self.last is not None and read_order(stream) < read_order(self.last.stream)
+
+    def to_offsets_value(self) -> dict[str, str]:
+        """Strings in the Java connector's form: window bounds as `startOf(start)` and
+        `endOf(end - 1)` timeuuids, the change id as `0x` hex and a timeuuid; plus our own
+        `batch_seq_no` when only part of a record was consumed."""
+        value = {
+            "window_start": str(min_timeuuid(self.window_start_us)),
+            "window_end": str(max_timeuuid(self.window_end_us - 1)),
+        }
+        if self.last is not None:
+            value["change_id_stream_id"] = str(self.last.stream)
+            value["change_id_time"] = str(self.last.time)
+            if self.last.batch_seq_no is not None:
+                value["batch_seq_no"] = str(self.last.batch_seq_no)
+        return value
+
+    @classmethod
+    def from_offsets_value(cls, value: Mapping[str, object]) -> Position:
+        """Reads ours and the Java connector's offsets (whose bounds are whole milliseconds)."""
+        try:
+            start = micros_of(uuid.UUID(str(value["window_start"])))
+            end = micros_of(uuid.UUID(str(value["window_end"]))) + 1
+            last = None
+            if value.get("change_id_stream_id") and value.get("change_id_time"):
+                seq = value.get("batch_seq_no")
+                last = ChangeId(
+                    StreamId.from_hex(str(value["change_id_stream_id"])),
+                    uuid.UUID(str(value["change_id_time"])),
+                    None if seq is None else int(str(seq)),
+                )
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"not a CDC offsets value: {dict(value)!r} ({error})") from error
+        return cls(start, max(start, end), last)

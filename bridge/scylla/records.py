@@ -1,0 +1,157 @@
+"""From driver rows to `LogRow`s to whole `ChangeRecord`s, across page boundaries.
+
+Pure code. The assembler holds the rows of the record it has not seen the end of, so a record
+split over two pages is handed on whole once the next page (or the end of the stream's query)
+arrives. `cdc$end_of_batch` is checked: a record must end with it, and only its last row may
+carry it. Pre/post-image rows are paired with their delta rows by primary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.scylla import log_schema as cols
+from bridge.scylla.cdc_time import micros_of, timeuuid_sort_key
+from bridge.scylla.errors import MalformedLogError
+from bridge.scylla.groups import read_order
+from bridge.scylla.model import ChangeRecord, LogRow, Operation
+from bridge.scylla.stream_id import StreamId
+
+_META = (cols.STREAM_ID, cols.TIME, cols.BATCH_SEQ_NO, cols.OPERATION, cols.TTL, cols.END_OF_BATCH)
+
+
+class RowDecoder:
+    """Turns result tuples with the given column names into `LogRow`s."""
+
+    def __init__(self, table: str, column_names: Sequence[str]) -> None:
+        self._table = table
+        self.column_names = tuple(column_names)
+        missing = [name for name in _META if name not in self.column_names]
+        if missing:
+            raise MalformedLogError(f"log table of {table} lacks the columns {missing}")
+        self._meta = tuple(self.column_names.index(name) for name in _META)
+        self._values = tuple((i, n) for i, n in enumerate(self.column_names) if n not in _META)
+
+    def decode(self, row: Sequence[Any]) -> LogRow:
+        s, t, q, o, ttl, eob = (row[i] for i in self._meta)
+        try:
+            operation = Operation(o)
+            stream = StreamId(bytes(s))
+        except ValueError as error:
+            raise MalformedLogError(
+                f"{self._table}: bad log row at stream {bytes(s).hex()}, cdc$time {t}, seq {q}: {error}"
+            ) from error
+        return LogRow(
+            stream_id=stream,
+            time=t,
+            batch_seq_no=int(q),
+            operation=operation,
+            ttl=ttl,
+            end_of_batch=bool(eob),
+            values={name: row[i] for i, name in self._values},
+        )
+
+
+def _where(table: str, row: LogRow) -> str:
+    micros = micros_of(row.time)
+    return f"{table}: stream {row.stream_id}, cdc$time {row.time} (µs {micros}), seq {row.batch_seq_no}"
+
+
+class RecordAssembler:
+    """Groups the rows of one stream, in (`cdc$time`, seq) order, into records. Every record
+    must end with `cdc$end_of_batch`; sequence numbers need not start at 0, because a resume
+    in the middle of a record hands on the rest of it."""
+
+    def __init__(self, keyspace: str, table: str) -> None:
+        self._keyspace = keyspace
+        self._table = table
+        self._pending: list[LogRow] = []
+        self._previous: LogRow | None = None
+
+    @property
+    def pending_rows(self) -> int:
+        return len(self._pending)
+
+    def add(self, rows: Iterable[LogRow]) -> list[ChangeRecord]:
+        """Records completed by these rows (the last, unfinished one stays pending)."""
+        done: list[ChangeRecord] = []
+        for row in rows:
+            self._check_order(row)
+            if self._pending and self._pending[-1].time != row.time:
+                where = _where(self._table, self._pending[-1])
+                raise MalformedLogError(f"record without cdc$end_of_batch before the next one: {where}")
+            self._pending.append(row)
+            self._previous = row
+            if row.end_of_batch:
+                done.append(ChangeRecord(self._keyspace, self._table, tuple(self._pending)))
+                self._pending = []
+        return done
+
+    def finish(self) -> None:
+        """The stream's query is exhausted: no record may be left open."""
+        if self._pending:
+            where = _where(self._table, self._pending[-1])
+            raise MalformedLogError(f"record without cdc$end_of_batch at the end of the read: {where}")
+
+    def _check_order(self, row: LogRow) -> None:
+        previous = self._previous
+        if previous is None:
+            return
+        if row.stream_id != previous.stream_id:
+            raise MalformedLogError(f"rows of two streams in one stream read: {_where(self._table, row)}")
+        before = (timeuuid_sort_key(previous.time), previous.batch_seq_no)
+        if (timeuuid_sort_key(row.time), row.batch_seq_no) <= before:
+            raise MalformedLogError(f"log rows out of order: {_where(self._table, row)}")
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """The rows of one record about one primary key: its delta rows in order, and the pre- and
+    post-image rows written for it (None when the table has no such images or the operation
+    gets none). `deltas` is empty only for an image with no delta row of the same key, which
+    the format does not produce; it is kept rather than dropped."""
+
+    key: tuple[Any, ...]
+    deltas: tuple[LogRow, ...]
+    pre_image: LogRow | None
+    post_image: LogRow | None
+
+
+def _key_of(row: LogRow, key_columns: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(_hashable(row.values.get(name)) for name in key_columns)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, list | set | frozenset):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def pair_images(record: ChangeRecord, key_columns: Sequence[str]) -> tuple[RowChange, ...]:
+    """Pair the record's image rows with its delta rows by primary key (partition key then
+    clustering columns of the base table), in the order the keys first appear."""
+    deltas: dict[tuple[Any, ...], list[LogRow]] = {}
+    pre: dict[tuple[Any, ...], LogRow] = {}
+    post: dict[tuple[Any, ...], LogRow] = {}
+    order: list[tuple[Any, ...]] = []
+    for row in record.rows:
+        key = _key_of(row, key_columns)
+        if key not in deltas:
+            deltas[key] = []
+            order.append(key)
+        if row.operation is Operation.PRE_IMAGE:
+            pre[key] = row
+        elif row.operation is Operation.POST_IMAGE:
+            post[key] = row
+        else:
+            deltas[key].append(row)
+    return tuple(RowChange(k, tuple(deltas[k]), pre.get(k), post.get(k)) for k in order)
+
+
+def record_sort_key(record: ChangeRecord) -> tuple[bytes, tuple[int, bytes], int]:
+    """Read order of the records of one window: stream, then `cdc$time`, then seq."""
+    return read_order(record.stream_id), timeuuid_sort_key(record.time), record.rows[0].batch_seq_no

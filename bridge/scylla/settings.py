@@ -1,0 +1,90 @@
+"""Settings of the CDC source (the read side), named after the Java connector's properties.
+
+The lead's config loader fills a `ReaderSettings` from `scylla.*` keys; every field says which
+property it mirrors. Defaults differ from the Java connector where ours can do better: the
+connector reads 30 s windows behind a 30 s confidence window (30-60 s latency); we read up to
+`now - confidence` as soon as a short poll interval has passed, so latency is the confidence
+window plus well under a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CONSISTENCY_LEVELS = frozenset(
+    {"ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSettings:
+    """How the source reads CDC log tables. All durations are milliseconds.
+
+    - `confidence_window_size_ms` (`scylla.confidence.window.size`, default 30000): never read
+      log rows newer than `now - confidence window`. Keep it above the write timeout.
+    - `query_time_window_size_ms` (`scylla.query.time.window.size`, default 30000): the first
+      window size of a group that is behind; later windows grow or shrink with the rows they
+      return, between `min_window_size_ms` and `max_window_size_ms`.
+    - `minimal_wait_for_window_time_ms` (`scylla.minimal.wait.for.window.time`, default 0): the
+      least pause between two windows of one group (a throttle for catch-up).
+    - `consistency_level` (`scylla.consistency.level`, default QUORUM): for log reads.
+    - `initial_lookback_ms` (`scylla.initial.lookback.ms`, default 0 = unset): without a saved
+      position start at `now - lookback` instead of the oldest data within the log TTL.
+    - `max_inflight_queries` (our own, default 32): one bound on log and metadata queries in
+      flight for the whole process, shared by every group, so catch-up cannot flood a cluster.
+    - `vnodes_metadata_keyspace` (`scylla.cdc.metadata.vnodes.keyspace`, default
+      `system_distributed`) and `tablets_metadata_keyspace` (`scylla.cdc.metadata.tablets.keyspace`,
+      default `system`): where the stream metadata tables live (the emulator uses other names).
+    - `poll_interval_ms` (our own, default 250): how often a caught-up group reads again.
+    - `metadata_poll_interval_ms` (our own, default 2000): how often new generations and
+      stream sets are looked for.
+    - `page_size` (our own, default 1000): rows per page of a log query; with the in-flight bound
+      it caps the rows held in memory.
+    - `max_buffered_rows` (our own, default 20000): rows handed on but not yet polled before
+      reading pauses (backpressure).
+    - `request_timeout_ms` (our own, default 12000): client-side timeout of one query.
+    - `backoff_base_ms` / `backoff_max_ms` (our own, 100 / 30000): retry delays on transient errors.
+    - `missing_table_timeout_ms` (our own, default 60000): how long a missing log table is waited
+      for before the group fails.
+    """
+
+    confidence_window_size_ms: int = 30_000
+    query_time_window_size_ms: int = 30_000
+    minimal_wait_for_window_time_ms: int = 0
+    consistency_level: str = "QUORUM"
+    initial_lookback_ms: int = 0
+    max_inflight_queries: int = 32
+    vnodes_metadata_keyspace: str = "system_distributed"
+    tablets_metadata_keyspace: str = "system"
+    poll_interval_ms: int = 250
+    metadata_poll_interval_ms: int = 2_000
+    page_size: int = 1_000
+    max_buffered_rows: int = 20_000
+    request_timeout_ms: int = 12_000
+    backoff_base_ms: int = 100
+    backoff_max_ms: int = 30_000
+    missing_table_timeout_ms: int = 60_000
+    min_window_size_ms: int = 1_000
+    max_window_size_ms: int = 3_600_000
+    target_rows_per_window: int = 5_000
+
+    def __post_init__(self) -> None:
+        for name in (
+            "confidence_window_size_ms", "query_time_window_size_ms",
+            "minimal_wait_for_window_time_ms", "initial_lookback_ms",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in (
+            "max_inflight_queries", "poll_interval_ms", "metadata_poll_interval_ms", "page_size",
+            "max_buffered_rows", "request_timeout_ms", "backoff_base_ms", "backoff_max_ms",
+            "min_window_size_ms", "max_window_size_ms", "target_rows_per_window",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.consistency_level.upper() not in CONSISTENCY_LEVELS:
+            raise ValueError(
+                f"consistency_level {self.consistency_level!r} is not one of {sorted(CONSISTENCY_LEVELS)}"
+            )
+        if self.min_window_size_ms > self.max_window_size_ms:
+            raise ValueError("min_window_size_ms must not exceed max_window_size_ms")
