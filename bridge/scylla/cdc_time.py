@@ -48,3 +48,9 @@ def timeuuid_sort_key(value: uuid.UUID) -> tuple[int, bytes]:
     """Cassandra's timeuuid order: timestamp first, then the low 8 bytes as signed bytes."""
     low = value.bytes[8:]
     return value.time, bytes((b ^ 0x80) for b in low)
+
+
+def timeuuid_from_ts60(ts60: int, low: int) -> uuid.UUID:
+    """A version-1 UUID from its 60-bit timestamp (100-ns units since 1582-10-15) and low 64 bits;
+    for timeuuids that are not `cdc$time` values, such as ScyllaDB's list element keys."""
+    return _from_ts60_and_low(ts60, low)

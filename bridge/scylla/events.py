@@ -8,15 +8,18 @@ from dataclasses import dataclass
 from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.model import ChangeRecord
 from bridge.scylla.positions import Position
+from bridge.scylla.records import RowChange
 
 
 @dataclass(frozen=True, slots=True)
 class RecordRead:
-    """One whole record; `position` points just after it (commit it with the record)."""
+    """One whole record; `position` points just after it (commit it with the record).
+    `changes` pairs the record's pre/post-image rows with its delta rows by primary key."""
 
     group: GroupId
     record: ChangeRecord
     position: Position
+    changes: tuple[RowChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

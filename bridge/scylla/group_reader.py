@@ -182,6 +182,10 @@ class GroupReader:
             return None
         return state.by_stream.get(request.stream)
 
+    def fail(self, message: str) -> ReaderFailed:
+        """Stop the group for good (malformed rows, fatal errors)."""
+        return self._fail(message)
+
     def _fail(self, message: str) -> ReaderFailed:
         self.failed = True
         return ReaderFailed(self.group.id, f"{self.group.keyspace}.{self.group.table}", message)

@@ -96,3 +96,23 @@ class Position:
         except (KeyError, ValueError) as error:
             raise ValueError(f"not a CDC offsets value: {dict(value)!r} ({error})") from error
         return cls(start, max(start, end), last)
+
+
+def default_start_us(now_us: int, ttl_s: int, lookback_ms: int) -> int:
+    """Where a group without a saved position starts (design.md 3): `now - lookback` when the
+    lookback is set, else the oldest data still within the log TTL (0 = no TTL: from the
+    beginning; the group's own start bounds it)."""
+    if lookback_ms > 0:
+        return now_us - lookback_ms * 1000
+    if ttl_s > 0:
+        return now_us - ttl_s * 1_000_000
+    return 0
+
+
+def possible_gap_us(position: Position, now_us: int, ttl_s: int) -> int | None:
+    """The oldest `cdc$time` still within the TTL when `position` is older (rows between may
+    have expired unread), else None."""
+    if ttl_s <= 0:
+        return None
+    oldest = now_us - ttl_s * 1_000_000
+    return oldest if position.window_start_us < oldest else None

@@ -196,6 +196,7 @@ class Column:
     name: str
     type: CqlType
     kind: ColumnKind
+    descending: bool = False  # a clustering column declared `CLUSTERING ORDER BY (... DESC)`
 
     @property
     def is_key(self) -> bool:

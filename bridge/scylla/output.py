@@ -1,0 +1,106 @@
+"""The buffer between the reading thread and `SourceReader.poll`.
+
+It counts the log rows it holds (backpressure), drops what belongs to a stopped group, and keeps
+at most one pending `GroupProgress` per group at its tail: a newer progress replaces an older one
+that nothing of the same group has followed, so idle groups do not flood the worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from bridge.scylla.events import (
+    GroupDiscovered,
+    GroupProgress,
+    RecordRead,
+    SourceEvent,
+)
+from bridge.scylla.groups import GroupId
+
+
+@dataclass(slots=True)
+class _Slot:
+    event: SourceEvent
+    taken: bool = False
+
+
+def group_of(event: SourceEvent) -> GroupId | None:
+    if isinstance(event, GroupDiscovered):
+        return event.group.id
+    return event.group
+
+
+def _rows_of(event: SourceEvent) -> int:
+    return len(event.record.rows) if isinstance(event, RecordRead) else 0
+
+
+class OutputBuffer:
+    def __init__(self) -> None:
+        self._slots: deque[_Slot] = deque()
+        self._cond = threading.Condition()
+        self._rows = 0
+        self._stopped: set[GroupId] = set()
+        self._last: dict[GroupId, _Slot] = {}
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def put(self, events: list[SourceEvent]) -> None:
+        if not events:
+            return
+        with self._cond:
+            for event in events:
+                self._put(event)
+            self._cond.notify_all()
+
+    def _put(self, event: SourceEvent) -> None:
+        group = group_of(event)
+        if group is not None and group in self._stopped and not isinstance(event, GroupDiscovered):
+            return
+        last = self._last.get(group) if group is not None else None
+        replaceable = last is not None and not last.taken and isinstance(last.event, GroupProgress)
+        if isinstance(event, GroupProgress) and last is not None and replaceable:
+            last.event = event
+            return
+        slot = _Slot(event)
+        self._slots.append(slot)
+        self._rows += _rows_of(event)
+        if group is not None:
+            self._last[group] = slot
+
+    def take(self, timeout_s: float, max_items: int) -> list[SourceEvent]:
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        with self._cond:
+            while not self._slots:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                self._cond.wait(remaining)
+            taken: list[SourceEvent] = []
+            while self._slots and len(taken) < max_items:
+                slot = self._slots.popleft()
+                slot.taken = True
+                self._rows -= _rows_of(slot.event)
+                taken.append(slot.event)
+            return taken
+
+    def stop_group(self, group: GroupId) -> None:
+        """Drop what is buffered for `group` and whatever arrives for it until `resume_group`."""
+        with self._cond:
+            self._stopped.add(group)
+            kept: deque[_Slot] = deque()
+            for slot in self._slots:
+                if group_of(slot.event) == group and not isinstance(slot.event, GroupDiscovered):
+                    slot.taken = True
+                    self._rows -= _rows_of(slot.event)
+                else:
+                    kept.append(slot)
+            self._slots = kept
+
+    def resume_group(self, group: GroupId) -> None:
+        with self._cond:
+            self._stopped.discard(group)

@@ -1,0 +1,396 @@
+"""`SourceReader`: the CDC source the worker drives. No Kafka, no format logic.
+
+    reader = SourceReader(session, ReaderSettings(...))
+    reader.watch_table("ks", "t")                 # discovery reports GroupDiscovered events
+    reader.start_group(group_id, saved_position)  # None: the default start (lookback / TTL)
+    for event in reader.poll(timeout_s=1.0): ...  # RecordRead (with its position), progress,
+                                                  # GroupFinished, GroupEndKnown, ...
+    reader.stop_group(group_id); reader.close()
+
+One thread schedules the reads of every started group: it asks each group's state machine
+(`GroupReader`) for pages, runs them with the driver's asynchronous requests under one
+process-wide in-flight bound, and feeds the answers back; a second thread runs discovery. A
+group whose predecessors (the old groups holding its keys before a switch) are still being read
+by this reader waits for them, so per-key order holds across switches; the worker starts
+predecessors it owns before their successors, and must itself wait for predecessors read by
+other processes (their final positions are in the offsets topic).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from cassandra import ConsistencyLevel
+from cassandra.cluster import ExecutionProfile
+from cassandra.query import PreparedStatement, tuple_factory
+
+from bridge.scylla.discovery import Discovery
+from bridge.scylla.errors import MalformedLogError, describe
+from bridge.scylla.events import (
+    GroupDiscovered,
+    GroupEndKnown,
+    GroupFinished,
+    PossibleGap,
+    ReaderFailed,
+    RecordRead,
+    SourceEvent,
+)
+from bridge.scylla.group_reader import GroupReader, Output, PageRequest
+from bridge.scylla.groups import GroupId, StreamGroup
+from bridge.scylla.limiter import InflightLimiter
+from bridge.scylla.metadata import MetadataQueries, quote
+from bridge.scylla.output import OutputBuffer
+from bridge.scylla.positions import Position, default_start_us, possible_gap_us
+from bridge.scylla.records import RowDecoder, pair_images
+from bridge.scylla.settings import ReaderSettings
+
+log = structlog.get_logger(__name__)
+_MAX_IDLE_S = 0.2
+TableKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    group: GroupId
+    position: Position | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    group: GroupId
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    request: PageRequest
+    future: Any
+    error: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    groups: list[StreamGroup]
+    ttl_s: int
+    key_columns: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """Anything else discovery reports, applied on the scheduler thread."""
+
+    apply: Callable[[], None]
+
+
+_Message = _Start | _Stop | _Answer | _Found | _Call | None
+
+
+class _InboxSink:
+    """Discovery's reports, posted to the scheduler's inbox."""
+
+    def __init__(self, reader: SourceReader) -> None:
+        self._reader = reader
+
+    def groups_found(self, groups: list[StreamGroup], ttl_s: int, key_columns: list[str]) -> None:
+        self._reader._inbox.put(_Found(groups, ttl_s, key_columns))
+
+    def ends_found(self, ends: dict[GroupId, int]) -> None:
+        self._reader._inbox.put(_Call(lambda: self._reader._on_ends(ends)))
+
+    def horizon(self, keyspace: str, table: str, horizon_us: int) -> None:
+        self._reader._inbox.put(_Call(lambda: self._reader._on_horizon((keyspace, table), horizon_us)))
+
+    def discovery_failed(self, keyspace: str, table: str, message: str) -> None:
+        log.error("cdc discovery failed", keyspace=keyspace, table=table, error=message)
+        self._reader._output.put([ReaderFailed(None, f"{keyspace}.{table}", message)])
+
+
+class SourceReader:
+    def __init__(
+        self, session: Any, settings: ReaderSettings | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings or ReaderSettings()
+        self._session = session
+        self._clock = clock
+        self._limiter = InflightLimiter(self.settings.max_inflight_queries)
+        self._profile = f"cdc-bridge-source-{id(self):x}"
+        session.cluster.add_execution_profile(
+            self._profile,
+            ExecutionProfile(
+                row_factory=tuple_factory,
+                consistency_level=ConsistencyLevel.name_to_value[self.settings.consistency_level.upper()],
+                request_timeout=self.settings.request_timeout_ms / 1000,
+            ),
+        )
+        self._inbox: queue.Queue[_Message] = queue.Queue()
+        self._output = OutputBuffer()
+        self._groups: dict[GroupId, StreamGroup] = {}
+        self._tables: dict[TableKey, tuple[int, list[str]]] = {}
+        self._ends: dict[GroupId, int] = {}
+        self._horizons: dict[TableKey, int] = {}
+        self._readers: dict[GroupId, GroupReader] = {}
+        self._pending: dict[GroupId, Position | None] = {}
+        self._statements: dict[TableKey, PreparedStatement] = {}
+        self._decoders: dict[tuple[TableKey, tuple[str, ...]], RowDecoder] = {}
+        self._turn = 0
+        self._closing = False
+        self.queries = MetadataQueries(session, self.settings, self._profile, self._limiter)
+        self._discovery = Discovery(self.queries, self.settings, _InboxSink(self), clock)
+        self._thread = threading.Thread(target=self._run, name="cdc-source", daemon=True)
+        self._thread.start()
+        self._discovery.start()
+
+    # ------------------------------------------------------------------ the worker's API
+
+    def watch_table(self, keyspace: str, table: str, since_us: int | None = None) -> None:
+        """Discover the groups of `table` from the generation or stream set operating at
+        `since_us` (None: the default start) on; each is reported as `GroupDiscovered`."""
+        self._discovery.watch(keyspace, table, None if since_us is None else since_us // 1000)
+
+    def start_group(self, group: GroupId, position: Position | None = None) -> None:
+        """Read `group` from `position` (None: the default start). A group not discovered yet
+        starts once it is."""
+        self._output.resume_group(group)
+        self._inbox.put(_Start(group, position))
+
+    def stop_group(self, group: GroupId) -> None:
+        """Stop reading `group`; nothing of it is handed on after this call returns."""
+        self._output.stop_group(group)
+        self._inbox.put(_Stop(group))
+
+    def poll(self, timeout_s: float = 1.0, max_items: int = 10_000) -> list[SourceEvent]:
+        events = self._output.take(timeout_s, max_items)
+        if events:
+            self._inbox.put(None)  # wake the scheduler: the buffer has room again
+        return events
+
+    @property
+    def in_flight(self) -> int:
+        return self._limiter.in_flight
+
+    def close(self) -> None:
+        self._closing = True
+        self._discovery.stop()
+        self._inbox.put(None)
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> SourceReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ scheduler thread
+
+    def _now_us(self) -> int:
+        return int(self._clock() * 1_000_000)
+
+    def _run(self) -> None:
+        while not self._closing:
+            try:
+                self._receive(self._idle_seconds())
+                self._issue()
+            except Exception as error:  # a bug must not silently kill every group's reading
+                log.exception("cdc source scheduler error", error=describe(error))
+                self._output.put([ReaderFailed(None, "*", f"scheduler error: {describe(error)}")])
+                time.sleep(_MAX_IDLE_S)
+
+    def _idle_seconds(self) -> float:
+        if self._output.rows >= self.settings.max_buffered_rows:
+            return _MAX_IDLE_S
+        now = self._now_us()
+        wakes = [w for r in self._readers.values() if not self._blocked(r) and (w := r.wake_at()) is not None]
+        if not wakes:
+            return _MAX_IDLE_S
+        return min(_MAX_IDLE_S, max(0.0, (min(wakes) - now) / 1_000_000))
+
+    def _receive(self, timeout_s: float) -> None:
+        try:
+            message = self._inbox.get(timeout=timeout_s) if timeout_s > 0 else self._inbox.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            self._handle(message)
+            try:
+                message = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+
+    def _handle(self, message: _Message) -> None:
+        if isinstance(message, _Answer):
+            self._on_answer(message)
+        elif isinstance(message, _Start):
+            self._start(message.group, message.position)
+        elif isinstance(message, _Stop):
+            self._readers.pop(message.group, None)
+            self._pending.pop(message.group, None)
+        elif isinstance(message, _Found):
+            self._on_found(message)
+        elif isinstance(message, _Call):
+            message.apply()
+
+    def _blocked(self, reader: GroupReader) -> bool:
+        for predecessor in reader.group.predecessors:
+            running = self._readers.get(predecessor)
+            if (running is not None and not running.done) or predecessor in self._pending:
+                return True
+        return False
+
+    def _issue(self) -> None:
+        if self._output.rows >= self.settings.max_buffered_rows or not self._readers:
+            return
+        now = self._now_us()
+        readers = list(self._readers.values())
+        self._turn = (self._turn + 1) % len(readers)
+        for reader in readers[self._turn :] + readers[: self._turn]:
+            if reader.done or self._blocked(reader):
+                continue
+            wake = reader.wake_at()
+            if wake is None or wake > now:
+                continue
+            slots = self._limiter.take_up_to(len(reader.group.streams))
+            if slots == 0:
+                return
+            requests, outputs = reader.requests(now, slots)
+            if slots > len(requests):
+                self._limiter.release(slots - len(requests))
+            self._emit(reader, outputs)
+            for request in requests:
+                self._execute(reader, request)
+
+    def _execute(self, reader: GroupReader, request: PageRequest) -> None:
+        try:
+            bound = self._statement(request.group).bind((request.stream.raw, request.lower, request.upper))
+            bound.fetch_size = self.settings.page_size
+            future = self._session.execute_async(
+                bound, execution_profile=self._profile, paging_state=request.paging_state
+            )
+        except Exception as error:
+            self._limiter.release()
+            self._emit(reader, reader.on_error(request, error, self._now_us()))
+            return
+        future.add_callbacks(
+            callback=lambda _rows: self._inbox.put(_Answer(request, future, None)),
+            errback=lambda error: self._inbox.put(_Answer(request, future, error)),
+        )
+
+    def _statement(self, group: StreamGroup) -> PreparedStatement:
+        key = (group.keyspace, group.table)
+        statement = self._statements.get(key)
+        if statement is None:
+            log_table = f"{quote(group.keyspace)}.{quote(group.table + '_scylla_cdc_log')}"
+            statement = self._session.prepare(
+                f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = ? AND "cdc$time" >= ? AND "cdc$time" < ?'
+            )
+            statement.is_idempotent = True
+            self._statements[key] = statement
+        return statement
+
+    def _on_answer(self, answer: _Answer) -> None:
+        self._limiter.release()
+        request = answer.request
+        reader = self._readers.get(request.group.id)
+        if reader is None:
+            return
+        now = self._now_us()
+        if answer.error is not None:
+            self._emit(reader, reader.on_error(request, answer.error, now))
+            return
+        try:
+            result = answer.future.result()
+            decoder = self._decoder(request.group, tuple(result.column_names or ()))
+            rows = [decoder.decode(row) for row in result.current_rows]
+        except MalformedLogError as error:
+            self._emit(reader, [reader.fail(str(error))])
+            return
+        except Exception as error:
+            self._emit(reader, reader.on_error(request, error, now))
+            return
+        self._emit(reader, reader.on_page(request, rows, result.paging_state, now))
+
+    def _decoder(self, group: StreamGroup, names: tuple[str, ...]) -> RowDecoder:
+        key = ((group.keyspace, group.table), names)
+        decoder = self._decoders.get(key)
+        if decoder is None:
+            decoder = RowDecoder(f"{group.keyspace}.{group.table}", names)
+            self._decoders[key] = decoder
+        return decoder
+
+    def _emit(self, reader: GroupReader, outputs: list[Output]) -> None:
+        if not outputs:
+            return
+        events: list[SourceEvent] = []
+        keys = self._tables.get((reader.group.keyspace, reader.group.table), (0, []))[1]
+        for output in outputs:
+            if isinstance(output, RecordRead) and keys:
+                output = RecordRead(output.group, output.record, output.position, pair_images(output.record, keys))
+            elif isinstance(output, GroupFinished | ReaderFailed):
+                self._readers.pop(reader.group.id, None)
+                self._log_end(reader, output)
+            events.append(output)
+        self._output.put(events)
+
+    def _log_end(self, reader: GroupReader, output: GroupFinished | ReaderFailed) -> None:
+        group = reader.group
+        if isinstance(output, ReaderFailed):
+            log.error("cdc group failed", keyspace=group.keyspace, table=group.table, group=str(group.id),
+                      error=output.message)
+        else:
+            log.info("cdc group finished", keyspace=group.keyspace, table=group.table, group=str(group.id))
+
+    def _start(self, group_id: GroupId, position: Position | None) -> None:
+        group = self._groups.get(group_id)
+        if group is None:
+            self._pending[group_id] = position
+            return
+        self._pending.pop(group_id, None)
+        now = self._now_us()
+        ttl_s = self._tables.get((group.keyspace, group.table), (0, []))[0]
+        if position is None:
+            position = Position.at(max(group.start_us, default_start_us(now, ttl_s, self.settings.initial_lookback_ms)))
+        else:
+            oldest = possible_gap_us(position, now, ttl_s)
+            if oldest is not None and (self._ends.get(group_id) is None or self._ends[group_id] > oldest):
+                log.warning("cdc position older than the log TTL: possible gap", keyspace=group.keyspace,
+                            table=group.table, group=str(group_id), window_start_us=position.window_start_us,
+                            oldest_us=oldest)
+                self._output.put([PossibleGap(group_id, position, oldest)])
+        reader = GroupReader(group, position, self.settings, self._ends.get(group_id))
+        reader.horizon_us = self._horizons.get((group.keyspace, group.table))
+        self._readers[group_id] = reader
+
+    def _on_found(self, found: _Found) -> None:
+        events: list[SourceEvent] = []
+        for group in found.groups:
+            self._tables[(group.keyspace, group.table)] = (found.ttl_s, found.key_columns)
+            if group.id in self._groups:
+                continue
+            self._groups[group.id] = group
+            events.append(GroupDiscovered(group))
+        self._output.put(events)
+        for group in found.groups:
+            if group.id in self._pending:
+                self._start(group.id, self._pending[group.id])
+
+    def _on_ends(self, ends: dict[GroupId, int]) -> None:
+        events: list[SourceEvent] = []
+        for group_id, end_us in ends.items():
+            if self._ends.get(group_id) == end_us:
+                continue
+            self._ends[group_id] = end_us
+            reader = self._readers.get(group_id)
+            if reader is not None:
+                reader.set_end(end_us)
+            events.append(GroupEndKnown(group_id, end_us))
+        self._output.put(events)
+
+    def _on_horizon(self, table: TableKey, horizon_us: int) -> None:
+        self._horizons[table] = horizon_us
+        for reader in self._readers.values():
+            if (reader.group.keyspace, reader.group.table) == table:
+                reader.horizon_us = horizon_us
