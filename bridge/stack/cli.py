@@ -54,7 +54,8 @@ def register(commands: Any) -> None:
     stack = commands.add_parser(
         "stack", help="run the local Kafka + Cassandra + schema registry stack",
         description="Real Apache Kafka (KRaft), Apache Cassandra 5.0 and Apicurio Registry, fetched from "
-                    "Maven Central and run as local processes. State lives in .stack/ (or $CDC_BRIDGE_STACK_DIR).",
+                    "Maven Central and run as local processes. State lives in .stack/ (or $CDC_BRIDGE_STACK_DIR); "
+                    "$CDC_BRIDGE_STACK_PORT_OFFSET shifts every port.",
     )
     actions = stack.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, handler, text in (

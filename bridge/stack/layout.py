@@ -20,6 +20,22 @@ class Endpoints:
     registry_port: int = 8080
     host: str = "127.0.0.1"
 
+    @classmethod
+    def from_env(cls) -> Endpoints:
+        """Default ports, all shifted by $CDC_BRIDGE_STACK_PORT_OFFSET (to run a second stack beside one)."""
+        offset = int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0"))
+        return cls().shifted(offset)
+
+    def shifted(self, offset: int) -> Endpoints:
+        return Endpoints(
+            kafka_port=self.kafka_port + offset,
+            kafka_controller_port=self.kafka_controller_port + offset,
+            cassandra_port=self.cassandra_port + offset,
+            cassandra_storage_port=self.cassandra_storage_port + offset,
+            registry_port=self.registry_port + offset,
+            host=self.host,
+        )
+
     @property
     def kafka_bootstrap(self) -> str:
         return f"{self.host}:{self.kafka_port}"

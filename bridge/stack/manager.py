@@ -51,7 +51,7 @@ class StackManager:
 
     @classmethod
     def default(cls) -> StackManager:
-        return cls(StackLayout.default(), Endpoints())
+        return cls(StackLayout.default(), Endpoints.from_env())
 
     def service(self, name: str) -> Service:
         for service in self.services:
