@@ -22,12 +22,6 @@ def build_parser() -> argparse.ArgumentParser:
     from bridge.stack.cli import register as register_stack
 
     register_stack(commands)
-    try:
-        from bridge.sim.cli import register as register_sim
-    except ImportError:  # the emulator's CLI is optional until it lands
-        pass
-    else:
-        register_sim(commands)
     return parser
 
 
