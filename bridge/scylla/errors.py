@@ -14,6 +14,7 @@ from cassandra import (
     AlreadyExists,
     AuthenticationFailed,
     CoordinationFailure,
+    DependencyException,
     DriverException,
     FunctionFailure,
     InvalidRequest,
@@ -29,7 +30,7 @@ from cassandra import (
     WriteFailure,
     WriteTimeout,
 )
-from cassandra.cluster import NoHostAvailable, UserTypeDoesNotExist
+from cassandra.cluster import NoHostAvailable, QueryExhausted, UserTypeDoesNotExist
 from cassandra.connection import (
     ConnectionBusy,
     ConnectionException,
@@ -37,10 +38,13 @@ from cassandra.connection import (
     ProtocolError,
     ProtocolVersionUnsupported,
 )
+from cassandra.pool import NoConnectionsAvailable
 from cassandra.protocol import (
     ConfigurationException,
     ErrorMessage,
+    InternalError,
     IsBootstrappingErrorMessage,
+    NotSupportedError,
     OverloadedErrorMessage,
     ProtocolException,
     ServerError,
@@ -48,6 +52,8 @@ from cassandra.protocol import (
     TruncateError,
     UnauthorizedErrorMessage,
 )
+from cassandra.query import TraceUnavailable
+from cassandra.segment import CrcException
 
 
 class SourceError(Exception):
@@ -82,6 +88,13 @@ _KIND_BY_CLASS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (ProtocolVersionUnsupported, ErrorKind.FATAL),
     (UnsupportedOperation, ErrorKind.FATAL),
     (FunctionFailure, ErrorKind.FATAL),
+    (DependencyException, ErrorKind.FATAL),
+    (NotSupportedError, ErrorKind.FATAL),
+    (TraceUnavailable, ErrorKind.FATAL),
+    (QueryExhausted, ErrorKind.TRANSIENT),  # every host of the query plan failed
+    (NoConnectionsAvailable, ErrorKind.TRANSIENT),
+    (CrcException, ErrorKind.TRANSIENT),  # a corrupted frame: the retry reads it again
+    (InternalError, ErrorKind.TRANSIENT),
     (InvalidRequest, ErrorKind.FATAL),  # refined to TABLE_MISSING by its message below
     (RequestValidationException, ErrorKind.FATAL),
     (OperationTimedOut, ErrorKind.TRANSIENT),

@@ -34,8 +34,8 @@ def build_log(seed: int = 1) -> FakeLog:
     return log
 
 
-def full_read(log: FakeLog, now_us: int = 200 * S) -> list[object]:
-    reader = GroupReader(make_group(STREAMS, 100 * S), Position.at(100 * S), SETTINGS)
+def full_read(log: FakeLog, now_us: int = 200 * S, end_us: int | None = None) -> list[object]:
+    reader = GroupReader(make_group(STREAMS, 100 * S), Position.at(100 * S), SETTINGS, end_us)
     return drive(reader, log, now_us)
 
 
@@ -153,7 +153,7 @@ def test_end_learned_mid_window_drops_rows_past_it_and_counts_them() -> None:
 
 def test_transient_error_retries_the_same_page_without_redelivery() -> None:
     log = build_log(seed=3)
-    reader = GroupReader(make_group(STREAMS, 100 * S), Position.at(100 * S), SETTINGS)
+    reader = GroupReader(make_group(STREAMS, 100 * S), Position.at(100 * S), SETTINGS, end_us=190 * S)
     outputs = []
     now = 200 * S
     failures = 0
@@ -177,7 +177,8 @@ def test_transient_error_retries_the_same_page_without_redelivery() -> None:
             outputs.extend(reader.on_page(request, page, state, now))
     assert failures > 0
     assert any(isinstance(o, GroupRetrying) for o in outputs)
-    assert_exact_continuation(rows_of(outputs), [], rows_of(full_read(log, now)), "with retries")
+    assert reader.finished
+    assert_exact_continuation(rows_of(outputs), [], rows_of(full_read(log, now, 190 * S)), "with retries")
 
 
 def test_fatal_error_fails_the_group_with_the_table_named() -> None:
