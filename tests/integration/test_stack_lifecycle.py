@@ -17,7 +17,7 @@ import pytest
 
 from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.manager import StackManager
-from bridge.stack.process import StackError, pid_alive
+from bridge.stack.process import StackError, pid_alive, port_open
 
 PORT_OFFSET = 20000
 CLI = [sys.executable, "-m", "bridge.cli", "stack"]
@@ -50,7 +50,10 @@ def test_status_sees_a_killed_cassandra_and_up_brings_it_back(private_env: dict[
 
     pid = int(cassandra_line.split("pid")[1].split()[0])
     os.kill(pid, signal.SIGKILL)
-    while pid_alive(pid, "CassandraDaemon"):
+    # The JVM's main thread turns zombie before its other threads have closed the sockets.
+    deadline = time.monotonic() + 30
+    while pid_alive(pid, "CassandraDaemon") or port_open("127.0.0.1", 9042 + PORT_OFFSET):
+        assert time.monotonic() < deadline, "the killed Cassandra did not go away"
         time.sleep(0.1)
 
     after_kill = _cli(["status"], private_env)
