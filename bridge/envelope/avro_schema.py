@@ -1,0 +1,100 @@
+"""Connect schema -> Avro schema, the way Confluent's AvroConverter (AvroData) maps it.
+
+- struct -> record; the Connect name splits at its last dot into namespace and name, and is kept
+  in `connect.name` (plus `connect.version` when set). A name seen again is a reference.
+- optional -> union `["null", T]` with field default null; an optional schema with a default
+  (Debezium's `snapshot` enum) -> `[T, "null"]` with that default.
+- int8/int16 -> int with `connect.type`; int32 -> int; int64 -> long; float32 -> float;
+  float64 -> double; Date -> int `date`; Timestamp -> long `timestamp-millis`; other named
+  primitives keep `connect.name`/`connect.version`/`connect.parameters`/`connect.default`.
+- array -> array (items optional -> union).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.envelope import connect_schema as cs
+from bridge.envelope.errors import SerializationError
+
+_PRIMITIVES = {
+    cs.INT8: "int",
+    cs.INT16: "int",
+    cs.INT32: "int",
+    cs.INT64: "long",
+    cs.FLOAT32: "float",
+    cs.FLOAT64: "double",
+    cs.BOOLEAN: "boolean",
+    cs.STRING: "string",
+    cs.BYTES: "bytes",
+}
+_LOGICAL = {cs.DATE_NAME: "date", cs.TIMESTAMP_NAME: "timestamp-millis"}
+
+
+def split_name(full_name: str) -> tuple[str | None, str]:
+    namespace, _, name = full_name.rpartition(".")
+    return (namespace or None), name
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.defined: dict[str, cs.ConnectSchema] = {}
+
+    def schema(self, schema: cs.ConnectSchema, ignore_optional: bool = False) -> Any:
+        base = self._base(schema)
+        if schema.optional and not ignore_optional:
+            return [base, "null"] if schema.default is not None else ["null", base]
+        return base
+
+    def _base(self, schema: cs.ConnectSchema) -> Any:
+        if schema.type == cs.STRUCT:
+            return self._record(schema)
+        if schema.type == cs.ARRAY:
+            assert schema.items is not None
+            return {"type": "array", "items": self.schema(schema.items)}
+        avro: dict[str, Any] = {"type": _PRIMITIVES[schema.type]}
+        if schema.type in (cs.INT8, cs.INT16):
+            avro["connect.type"] = schema.type
+        if schema.version is not None:
+            avro["connect.version"] = schema.version
+        if schema.parameters is not None:
+            avro["connect.parameters"] = dict(schema.parameters)
+        if schema.default is not None:
+            avro["connect.default"] = schema.default
+        if schema.name is not None:
+            avro["connect.name"] = schema.name
+            if schema.name in _LOGICAL:
+                avro["logicalType"] = _LOGICAL[schema.name]
+        return avro if len(avro) > 1 else avro["type"]
+
+    def _record(self, schema: cs.ConnectSchema) -> Any:
+        if schema.name is None:
+            raise SerializationError("a struct schema without a name has no Avro record name")
+        known = self.defined.get(schema.name)
+        if known is not None:
+            if known != schema:
+                raise SerializationError(f"two different structs are both named {schema.name!r}")
+            return schema.name
+        self.defined[schema.name] = schema
+        namespace, name = split_name(schema.name)
+        record: dict[str, Any] = {"type": "record", "name": name}
+        if namespace is not None:
+            record["namespace"] = namespace
+        record["fields"] = [self._field(member) for member in schema.fields]
+        if schema.version is not None:
+            record["connect.version"] = schema.version
+        record["connect.name"] = schema.name
+        return record
+
+    def _field(self, member: cs.ConnectField) -> dict[str, Any]:
+        field: dict[str, Any] = {"name": member.name, "type": self.schema(member.schema)}
+        if member.schema.default is not None:
+            field["default"] = member.schema.default
+        elif member.schema.optional:
+            field["default"] = None
+        return field
+
+
+def avro_schema(schema: cs.ConnectSchema) -> Any:
+    """The Avro schema (JSON-ready) of a top-level key or value schema."""
+    return _Converter().schema(schema)

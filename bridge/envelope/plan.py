@@ -1,0 +1,221 @@
+"""Per-table translation plans: every schema, name and converter, built once per table schema.
+
+Names follow the Java connector's legacy format, with `P` = `<topic.prefix>.<keyspace>.<table>`
+(passed through Debezium's schema-name adjuster):
+
+- topic `<topic.prefix>.<keyspace>.<table>` (not adjusted);
+- key struct `P.Key`; row structs `P.Before` / `P.After` (optional); envelope `P.Envelope`;
+- cells `P.<column>.Cell` (optional struct, one field `value`); element changes of non-frozen
+  collections/UDTs in the companion field `<column>__elements` (`P.<column>.Elements`).
+
+Column order: the Java connector lists columns as the CDC log table returns them, that is the
+base table's columns in name order (the log table makes them all regular columns, and Scylla
+orders regular columns by name), key and value columns mixed. Keys therefore serialize to the same
+bytes as the Java connector's, so they hash to the same partitions. Key fields are optional
+schemas, as in the connector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bridge.envelope import connect_schema as cs
+from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, map_multi_cell
+from bridge.envelope.errors import PlanError, ValueConversionError
+from bridge.envelope.settings import EnvelopeSettings
+from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
+from bridge.envelope.types import Converter, map_type
+from bridge.scylla.log_schema import deleted_column, deleted_elements_column
+from bridge.scylla.schema import Column, TableSchema
+
+
+@dataclass(frozen=True, slots=True)
+class KeyColumnPlan:
+    name: str
+    convert: Converter
+
+
+@dataclass(frozen=True, slots=True)
+class ValueColumnPlan:
+    """A static or regular column: its cell, and for multi-cell types its element changes."""
+
+    name: str
+    deleted_column: str
+    convert: Converter  # full value (log representation) -> cell value
+    multi_cell: MultiCellMapping | None = None
+    elements_field: str | None = None
+    deleted_elements_column: str | None = None
+
+
+ColumnPlan = KeyColumnPlan | ValueColumnPlan
+
+# The row loop's view of a column, flattened for speed: (kind, name, convert, cdc$deleted_ name,
+# the column's plan). Kinds:
+KEY_SLOT = 0
+ATOMIC_SLOT = 1
+MULTI_CELL_SLOT = 2
+RowSlot = tuple[int, str, Converter, str, ColumnPlan]
+KeySlot = tuple[str, Converter]
+
+
+def row_slot(column: ColumnPlan) -> RowSlot:
+    if isinstance(column, KeyColumnPlan):
+        return (KEY_SLOT, column.name, column.convert, "", column)
+    kind = ATOMIC_SLOT if column.multi_cell is None else MULTI_CELL_SLOT
+    return (kind, column.name, column.convert, column.deleted_column, column)
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedChangePlan:
+    """Schemas of the opt-in side topic for range deletes and clustered partition deletes."""
+
+    topic: str
+    value_schema: cs.ConnectSchema
+    clustering: tuple[KeySlot, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TablePlan:
+    table: TableSchema
+    topic: str
+    schema_prefix: str
+    key_schema: cs.ConnectSchema
+    before_schema: cs.ConnectSchema
+    after_schema: cs.ConnectSchema
+    value_schema: cs.ConnectSchema
+    key_slots: tuple[KeySlot, ...]  # key struct order: (name, convert)
+    row_columns: tuple[ColumnPlan, ...]  # row struct order (companion fields follow their column)
+    row_slots: tuple[RowSlot, ...]  # the same, flattened for the row loop
+    source: SourceInfo
+    has_clustering: bool
+    tombstones_on_delete: bool
+    preimages: bool
+    postimages: bool
+    dropped: DroppedChangePlan | None
+
+
+def log_order(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The order in which the CDC log table returns the base table's columns (by name)."""
+    return tuple(sorted(columns, key=lambda c: c.name.encode()))
+
+
+def _key_plan(column: Column, prefix: str) -> tuple[KeyColumnPlan, cs.ConnectSchema]:
+    mapping = map_type(column.type, prefix)
+    return KeyColumnPlan(column.name, mapping.convert), mapping.schema
+
+
+def _value_plan(column: Column, prefix: str) -> tuple[ValueColumnPlan, list[cs.ConnectField]]:
+    cell_name = cs.adjust_schema_name(f"{prefix}{column.name}.Cell")
+    if not column.type.is_multi_cell:
+        mapping = map_type(column.type, prefix)
+        cell = cs.struct(cell_name, [cs.ConnectField("value", mapping.schema)], True)
+        return ValueColumnPlan(column.name, deleted_column(column.name), mapping.convert), [
+            cs.ConnectField(column.name, cell)
+        ]
+    multi = map_multi_cell(column.type, prefix, column.name)
+    cell = cs.struct(cell_name, [cs.ConnectField("value", multi.value.schema)], True)
+    companion = column.name + ELEMENTS_SUFFIX
+    plan = ValueColumnPlan(
+        column.name,
+        deleted_column(column.name),
+        multi.value.convert,
+        multi,
+        companion,
+        deleted_elements_column(column.name),
+    )
+    return plan, [cs.ConnectField(column.name, cell), cs.ConnectField(companion, multi.elements_schema)]
+
+
+def _check_names(table: TableSchema) -> None:
+    names = {c.name for c in table.columns}
+    for column in table.value_columns:
+        companion = column.name + ELEMENTS_SUFFIX
+        if column.type.is_multi_cell and companion in names:
+            raise PlanError(
+                f"{table.qualified_name}: column {companion!r} clashes with the element-change field "
+                f"of non-frozen column {column.name!r}"
+            )
+
+
+def _envelope_schema(prefix: str, before: cs.ConnectSchema, after: cs.ConnectSchema) -> cs.ConnectSchema:
+    fields = [
+        cs.ConnectField("source", SOURCE_SCHEMA),
+        cs.ConnectField("before", before),
+        cs.ConnectField("after", after),
+        cs.ConnectField("op", cs.OPTIONAL_STRING),
+        cs.ConnectField("ts_ms", cs.OPTIONAL_INT64),
+        cs.ConnectField("transaction", TRANSACTION_SCHEMA),
+        cs.ConnectField("ts_us", cs.OPTIONAL_INT64),
+        cs.ConnectField("ts_ns", cs.OPTIONAL_INT64),
+    ]
+    return cs.struct(cs.adjust_schema_name(prefix + "Envelope"), fields, False)
+
+
+def _dropped_plan(topic: str, prefix: str, table: TableSchema) -> DroppedChangePlan:
+    clustering = [_key_plan(c, prefix) for c in table.clustering_key]
+    bound = cs.struct(
+        cs.adjust_schema_name(prefix + "Clustering"),
+        [cs.ConnectField(p.name, schema) for p, schema in clustering],
+        True,
+    )
+    optional_bool = cs.primitive(cs.BOOLEAN)
+    fields = [
+        cs.ConnectField("source", SOURCE_SCHEMA),
+        cs.ConnectField("kind", cs.REQUIRED_STRING),
+        cs.ConnectField("start", bound),
+        cs.ConnectField("start_inclusive", optional_bool),
+        cs.ConnectField("end", bound),
+        cs.ConnectField("end_inclusive", optional_bool),
+        cs.ConnectField("ts_ms", cs.OPTIONAL_INT64),
+    ]
+    value = cs.struct(cs.adjust_schema_name(prefix + "DroppedChange"), fields, False)
+    return DroppedChangePlan(topic, value, tuple((p.name, p.convert) for p, _ in clustering))
+
+
+def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
+    """Everything needed to translate the change records of `table`; raises PlanError."""
+    _check_names(table)
+    base = f"{settings.topic_prefix}.{table.keyspace}.{table.name}"
+    prefix = cs.adjust_schema_name(base) + "."
+    try:
+        key_parts = {c.name: _key_plan(c, prefix) for c in table.primary_key}
+        value_parts = {c.name: _value_plan(c, prefix) for c in table.value_columns}
+    except ValueConversionError as error:
+        raise PlanError(f"{table.qualified_name}: {error}") from error
+    ordered = log_order(table.columns)
+    key_slots = tuple((c.name, key_parts[c.name][0].convert) for c in ordered if c.is_key)
+    key_schema = cs.struct(
+        cs.adjust_schema_name(prefix + "Key"),
+        [cs.ConnectField(c.name, key_parts[c.name][1]) for c in ordered if c.is_key],
+        False,
+    )
+    row_fields: list[cs.ConnectField] = []
+    row_columns: list[ColumnPlan] = []
+    for column in ordered:
+        if column.is_key:
+            row_columns.append(key_parts[column.name][0])
+            row_fields.append(cs.ConnectField(column.name, key_parts[column.name][1]))
+        else:
+            row_columns.append(value_parts[column.name][0])
+            row_fields.extend(value_parts[column.name][1])
+    before = cs.struct(cs.adjust_schema_name(prefix + "Before"), row_fields, True)
+    after = cs.struct(cs.adjust_schema_name(prefix + "After"), row_fields, True)
+    dropped_topic = settings.dropped_changes_topic
+    return TablePlan(
+        table=table,
+        topic=base,
+        schema_prefix=prefix,
+        key_schema=key_schema,
+        before_schema=before,
+        after_schema=after,
+        value_schema=_envelope_schema(prefix, before, after),
+        key_slots=key_slots,
+        row_columns=tuple(row_columns),
+        row_slots=tuple(row_slot(c) for c in row_columns),
+        source=SourceInfo(settings.topic_prefix, table.keyspace, table.name),
+        has_clustering=bool(table.clustering_key),
+        tombstones_on_delete=settings.tombstones_on_delete,
+        preimages=settings.experimental_preimages_enabled,
+        postimages=settings.experimental_postimages_enabled,
+        dropped=_dropped_plan(dropped_topic, prefix, table) if dropped_topic else None,
+    )

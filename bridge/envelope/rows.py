@@ -1,0 +1,127 @@
+"""Row structs (`before` / `after`) and keys built from one log row's values.
+
+Cell rules of the legacy format (connector.md 2.6), for each static/regular column `X`:
+
+- delta row: `X` has a value -> `{"value": v}`; `cdc$deleted_X` is true -> `{"value": null}`;
+  otherwise `null` (not touched). Non-frozen collections/UDTs: see `bridge.envelope.elements`.
+- pre-image row: a column the image includes -> a cell (`{"value": null}` when the image marks it
+  null with `cdc$deleted_X`); a column it leaves out -> `null`.
+- post-image row: the full row after the change, so every column is a cell.
+
+Key columns are plain values. Any value that does not fit its column raises
+`ValueConversionError` naming the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sized
+from typing import Any
+
+from bridge.envelope.errors import ValueConversionError
+from bridge.envelope.plan import KEY_SLOT, MULTI_CELL_SLOT, KeySlot, TablePlan, ValueColumnPlan
+
+
+def _in_column(name: str, error: ValueConversionError) -> ValueConversionError:
+    return ValueConversionError(f"column {name!r}: {error}")
+
+
+def key_struct(key_slots: tuple[KeySlot, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    key: dict[str, Any] = {}
+    get = values.get
+    name = ""
+    try:
+        for name, convert in key_slots:
+            value = get(name)
+            key[name] = None if value is None else convert(value)
+        return key
+    except ValueConversionError as error:
+        raise _in_column(name, error) from None
+
+
+def _multi_cell_delta(plan: ValueColumnPlan, values: Mapping[str, Any], row: dict[str, Any]) -> None:
+    multi = plan.multi_cell
+    assert multi is not None and plan.elements_field is not None and plan.deleted_elements_column is not None
+    value = values.get(plan.name)
+    removed = values.get(plan.deleted_elements_column)
+    if values.get(plan.deleted_column):
+        # Overwrite: the collection was cleared; what the write put in is the whole new value.
+        if value is not None and removed:
+            value = multi.without(value, removed)
+        if isinstance(value, Sized) and len(value) == 0:
+            value = None  # an empty non-frozen collection is null in Scylla
+        row[plan.name] = {"value": None if value is None else plan.convert(value)}
+        row[plan.elements_field] = None
+    elif value is None and removed is None:
+        row[plan.name] = None
+        row[plan.elements_field] = None
+    else:
+        row[plan.name] = None
+        row[plan.elements_field] = {
+            "added": None if value is None else multi.added(value),
+            "removed": None if removed is None else multi.removed(removed),
+        }
+
+
+def delta_struct(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The row struct of a delta row (`after` of inserts/updates, `before` of plain deletes)."""
+    row: dict[str, Any] = {}
+    get = values.get
+    name = ""
+    try:
+        for kind, name, convert, deleted, column_plan in plan.row_slots:
+            value = get(name)
+            if kind == KEY_SLOT:
+                row[name] = None if value is None else convert(value)
+            elif kind == MULTI_CELL_SLOT:
+                assert isinstance(column_plan, ValueColumnPlan)
+                _multi_cell_delta(column_plan, values, row)
+            elif value is not None:
+                row[name] = {"value": convert(value)}
+            elif get(deleted):
+                row[name] = {"value": None}
+            else:
+                row[name] = None
+        return row
+    except ValueConversionError as error:
+        raise _in_column(name, error) from None
+
+
+def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict[str, Any]:
+    """The row struct of a pre-image (`full=False`) or post-image (`full=True`) row."""
+    row: dict[str, Any] = {}
+    get = values.get
+    name = ""
+    try:
+        for kind, name, convert, deleted, column_plan in plan.row_slots:
+            value = get(name)
+            if kind == KEY_SLOT:
+                row[name] = None if value is None else convert(value)
+                continue
+            if value is not None:
+                row[name] = {"value": convert(value)}
+            elif full or get(deleted):
+                row[name] = {"value": None}
+            else:
+                row[name] = None
+            if kind == MULTI_CELL_SLOT:
+                assert isinstance(column_plan, ValueColumnPlan) and column_plan.elements_field is not None
+                row[column_plan.elements_field] = None
+        return row
+    except ValueConversionError as error:
+        raise _in_column(name, error) from None
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, Mapping):
+        return tuple((_hashable(k), _hashable(v)) for k, v in value.items())
+    if isinstance(value, set | frozenset):
+        return tuple(sorted(_hashable(v) for v in value))
+    return value
+
+
+def row_identity(plan: TablePlan, values: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What pairs a delta row with its images inside a record: the primary key values
+    (clustering columns null for the static row)."""
+    return tuple(_hashable(values.get(name)) for name, _ in plan.key_slots)

@@ -1,0 +1,97 @@
+"""Settings of the translator and serializers. Field names follow the Java connector's property
+names (dots become underscores) so the global config loader can map them one to one.
+
+- `topic.prefix` (required): topic prefix, schema-name prefix and `source.name`.
+- `experimental.preimages.enabled` (false): fill `before` from the record's pre-image row
+  (needs the table option `preimage`).
+- `experimental.postimages.enabled` (false): fill `after` from the record's post-image row, every
+  column then a cell (needs the table option `postimage`).
+- `tombstones.on.delete` (true): a null-value record with the same key follows every delete.
+- `key.converter` / `value.converter` (json): `json` (Kafka Connect's JsonConverter) or `avro`
+  (Confluent framing + schema registry); Connect converter class names are accepted too.
+- `key.converter.schemas.enable` / `value.converter.schemas.enable` (true, Connect's default):
+  JSON only, `{"schema":..,"payload":..}` or the bare payload.
+- `key.converter.schema.registry.url` / `value.converter.schema.registry.url` (none): Avro only,
+  the Confluent-compatible registry.
+- `dropped.changes.topic` (none): opt-in side topic for range deletes and partition deletes of
+  clustered tables, which otherwise give no event and are only counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from bridge.envelope.errors import SettingsError
+
+
+class ConverterKind(Enum):
+    JSON = "json"
+    AVRO = "avro"
+
+
+_CONVERTER_ALIASES = {
+    "json": ConverterKind.JSON,
+    "org.apache.kafka.connect.json.jsonconverter": ConverterKind.JSON,
+    "avro": ConverterKind.AVRO,
+    "io.confluent.connect.avro.avroconverter": ConverterKind.AVRO,
+    "io.apicurio.registry.utils.converter.avroconverter": ConverterKind.AVRO,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeSettings:
+    topic_prefix: str
+    experimental_preimages_enabled: bool = False
+    experimental_postimages_enabled: bool = False
+    tombstones_on_delete: bool = True
+    key_converter: ConverterKind = ConverterKind.JSON
+    value_converter: ConverterKind = ConverterKind.JSON
+    key_converter_schemas_enable: bool = True
+    value_converter_schemas_enable: bool = True
+    key_converter_schema_registry_url: str | None = None
+    value_converter_schema_registry_url: str | None = None
+    dropped_changes_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.topic_prefix:
+            raise SettingsError("topic.prefix: required, must not be empty")
+        for side in ("key", "value"):
+            kind = getattr(self, f"{side}_converter")
+            url = getattr(self, f"{side}_converter_schema_registry_url")
+            if kind is ConverterKind.AVRO and not url:
+                raise SettingsError(f"{side}.converter.schema.registry.url: required when {side}.converter is avro")
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> EnvelopeSettings:
+        """Read the properties above (string values, as in a `.properties` file); other keys are
+        ignored here because they belong to other parts of the bridge."""
+        values: dict[str, object] = {}
+        for field_name in cls.__dataclass_fields__:
+            key = _property_name(field_name)
+            if key in properties:
+                values[field_name] = _parse(field_name, key, properties[key])
+        if "topic_prefix" not in values:
+            raise SettingsError("topic.prefix: required, missing")
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _property_name(field_name: str) -> str:
+    return field_name.replace("_", ".")
+
+
+def _parse(field_name: str, key: str, raw: str) -> object:
+    text = raw.strip()
+    default = EnvelopeSettings.__dataclass_fields__[field_name].default
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false"):
+            raise SettingsError(f"{key}: expected true or false, got {raw!r}")
+        return text.lower() == "true"
+    if field_name.endswith("_converter"):
+        kind = _CONVERTER_ALIASES.get(text.lower())
+        if kind is None:
+            choices = ", ".join(sorted(_CONVERTER_ALIASES))
+            raise SettingsError(f"{key}: unknown converter {raw!r}; use one of {choices}")
+        return kind
+    return text or None

@@ -1,0 +1,76 @@
+"""The `source` block of every envelope (connector.md section 2.4) and the envelope's constant parts.
+
+Schema `com.scylladb.cdc.debezium.connector`, fields in Debezium 2.7's common order followed by
+the connector's own: `version`, `connector` (`scylla`), `name` (`topic.prefix`), `ts_ms`,
+`snapshot` (a Debezium enum, always `"false"`), `db` (keyspace), `sequence` (null), `ts_us`,
+`ts_ns`, `keyspace_name`, `table_name`. Times are the write time carried by `cdc$time`; `ts_ns`
+is `ts_us × 1000` (the Java connector derives it from the millisecond instant).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bridge import __version__
+from bridge.envelope import connect_schema as cs
+
+SOURCE_SCHEMA_NAME = "com.scylladb.cdc.debezium.connector"
+CONNECTOR = "scylla"
+SNAPSHOT_VALUES = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+
+SOURCE_SCHEMA = cs.struct(
+    SOURCE_SCHEMA_NAME,
+    [
+        cs.ConnectField("version", cs.REQUIRED_STRING),
+        cs.ConnectField("connector", cs.REQUIRED_STRING),
+        cs.ConnectField("name", cs.REQUIRED_STRING),
+        cs.ConnectField("ts_ms", cs.REQUIRED_INT64),
+        cs.ConnectField("snapshot", cs.debezium_enum(SNAPSHOT_VALUES, "false")),
+        cs.ConnectField("db", cs.REQUIRED_STRING),
+        cs.ConnectField("sequence", cs.OPTIONAL_STRING),
+        cs.ConnectField("ts_us", cs.OPTIONAL_INT64),
+        cs.ConnectField("ts_ns", cs.OPTIONAL_INT64),
+        cs.ConnectField("keyspace_name", cs.REQUIRED_STRING),
+        cs.ConnectField("table_name", cs.REQUIRED_STRING),
+    ],
+    optional=False,
+)
+
+# Debezium's transaction block (TransactionMonitor.TRANSACTION_BLOCK_SCHEMA); always null here.
+TRANSACTION_SCHEMA = cs.ConnectSchema(
+    cs.STRUCT,
+    optional=True,
+    name="event.block",
+    version=1,
+    fields=(
+        cs.ConnectField("id", cs.REQUIRED_STRING),
+        cs.ConnectField("total_order", cs.REQUIRED_INT64),
+        cs.ConnectField("data_collection_order", cs.REQUIRED_INT64),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """The per-table constant part of the `source` block."""
+
+    name: str
+    keyspace: str
+    table: str
+    version: str = __version__
+
+    def block(self, write_micros: int) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "connector": CONNECTOR,
+            "name": self.name,
+            "ts_ms": write_micros // 1000,
+            "snapshot": "false",
+            "db": self.keyspace,
+            "sequence": None,
+            "ts_us": write_micros,
+            "ts_ns": write_micros * 1000,
+            "keyspace_name": self.keyspace,
+            "table_name": self.table,
+        }

@@ -1,0 +1,44 @@
+"""The translator the worker uses: plans cached per table schema, processing time from a clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from bridge.envelope.plan import TablePlan, build_plan
+from bridge.envelope.records import Translation
+from bridge.envelope.settings import EnvelopeSettings
+from bridge.envelope.translate import translate
+from bridge.scylla.model import ChangeRecord
+from bridge.scylla.schema import TableSchema
+
+
+def _wall_clock_micros() -> int:
+    return time.time_ns() // 1000
+
+
+class Translator:
+    """Builds each table schema's plan once (a schema change gives a new TableSchema, hence a new
+    plan) and translates records with it."""
+
+    def __init__(self, settings: EnvelopeSettings, clock_micros: Callable[[], int] = _wall_clock_micros) -> None:
+        self.settings = settings
+        self._clock = clock_micros
+        # Keyed by identity first (no hashing of the whole schema per record), then by value so
+        # that equal schemas loaded twice share one plan.
+        self._by_identity: dict[int, tuple[TableSchema, TablePlan]] = {}
+        self._by_schema: dict[TableSchema, TablePlan] = {}
+
+    def plan(self, table: TableSchema) -> TablePlan:
+        cached = self._by_identity.get(id(table))
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        plan = self._by_schema.get(table)
+        if plan is None:
+            plan = build_plan(table, self.settings)
+            self._by_schema[table] = plan
+        self._by_identity[id(table)] = (table, plan)
+        return plan
+
+    def translate(self, record: ChangeRecord, table: TableSchema) -> Translation:
+        return translate(self.plan(table), record, self._clock())
