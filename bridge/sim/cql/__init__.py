@@ -1,0 +1,1 @@
+"""The CQL subset the emulator parses: tokenizer, syntax tree, parser, literal values."""

@@ -1,0 +1,354 @@
+"""The ScyllaDB CDC emulator: base-table writes on real Cassandra, plus the CDC log rows and stream
+metadata ScyllaDB would write for them (specification: ../shared/reference/cdc-log-format.md).
+
+Usage::
+
+    from bridge.sim import Emulator
+
+    with Emulator.connect() as emu:                      # 127.0.0.1:9042, default settings
+        emu.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        emu.execute("CREATE TABLE ks.t (pk int, ck int, v int, PRIMARY KEY (pk, ck))"
+                    " WITH cdc = {'enabled': true, 'preimage': true, 'postimage': true}")
+        records = emu.execute("UPDATE ks.t SET v = 1 WHERE pk = 0 AND ck = 0")
+        records[0].stream_id, records[0].time, [row.operation for row in records[0].rows]
+        emu.execute("INSERT INTO ks.t (pk, ck, v) VALUES (?, ?, ?) USING TTL 60", [1, 2, 3])
+        emu.insert("ks.t", {"pk": 1, "ck": 2, "v": 3}, ttl=60)     # the same through Python
+        emu.bootstrap_node(delay_s=2)                    # a new vnode generation, 2 s from now
+
+    # Tablets: a keyspace created with ScyllaDB's option gets per-table stream sets.
+    emu.execute("CREATE KEYSPACE tk WITH replication = {...} AND tablets = {'enabled': true, 'initial': 4}")
+    emu.tablets_split("tk", "t"); emu.tablets_merge("tk", "t"); emu.tablets_change("tk", "t", [0])
+
+Or `Emulator(session, SimSettings(...))` over an existing cassandra-driver session (named-tuple
+rows, the driver's default). `execute` returns the change records written, one per (table,
+partition, timestamp), as `bridge.scylla.model.ChangeRecord` with values in the canonical form of
+`bridge.sim.values` (use `canonical()` on what the driver reads to compare).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from bridge.scylla import log_schema
+from bridge.scylla.cdc_time import timeuuid_for
+from bridge.scylla.model import ChangeRecord, LogRow
+from bridge.scylla.schema import ImageMode
+from bridge.scylla.stream_id import StreamId
+from bridge.sim import streams as st
+from bridge.sim.catalog import Catalog, SimTable
+from bridge.sim.changes import compute_records
+from bridge.sim.collections import ListKeys, coordinator_low_bits
+from bridge.sim.cql import ast
+from bridge.sim.cql.lexer import split_statements
+from bridge.sim.cql.literals import Resolver
+from bridge.sim.cql.parser import parse_statement
+from bridge.sim.ddl import SchemaEditor
+from bridge.sim.errors import InvalidRequestError, UnsupportedCqlError
+from bridge.sim.executor import Executor
+from bridge.sim.metadata import MetadataStore
+from bridge.sim.mutation import PartitionMutation
+from bridge.sim.prestate import StateReader
+from bridge.sim.render import list_columns, q
+from bridge.sim.router import StreamRouter
+from bridge.sim.settings import SimSettings
+from bridge.sim.state import PartitionState
+from bridge.sim.statements import MutationBuilder
+from bridge.sim.writes import Write, base_writes, log_write, shadow_writes
+
+
+def system_clock_us() -> int:
+    return time.time_ns() // 1000
+
+
+class Emulator:
+    def __init__(
+        self,
+        session: Any,
+        settings: SimSettings | None = None,
+        *,
+        clock: Callable[[], int] = system_clock_us,
+        seed: int | None = None,
+        keyspace: str | None = None,
+    ) -> None:
+        self.session = session
+        self.settings = settings or SimSettings.from_env()
+        self.clock = clock
+        self.keyspace = keyspace
+        self.rng = random.Random(seed)
+        self.metadata = MetadataStore(
+            session, self.settings.vnodes_keyspace, self.settings.tablets_keyspace, self.settings.sharding_ignore_msb
+        )
+        self.metadata.ensure_schema()
+        self.catalog = Catalog(session, self.metadata)
+        self.router = StreamRouter(self.metadata, self.settings, clock, self.rng)
+        self.schema = SchemaEditor(session, self.catalog, self.metadata, self.router, self.settings.initial_tablets)
+        self.executor = Executor(session)
+        self.state_reader = StateReader(self.executor)
+        self._list_key_bits = coordinator_low_bits()
+        self._cluster: Any = None
+
+    @classmethod
+    def connect(
+        cls,
+        contact_points: Sequence[str] | None = None,
+        port: int | None = None,
+        settings: SimSettings | None = None,
+        **kwargs: Any,
+    ) -> Emulator:
+        """An emulator with its own cassandra-driver cluster connection (closed by `close()`)."""
+        from cassandra.cluster import Cluster
+
+        base = settings or SimSettings.from_env()
+        points = list(contact_points or base.contact_points)
+        cluster = Cluster(points, port=port or base.port, protocol_version=5)
+        emulator = cls(cluster.connect(), base, **kwargs)
+        emulator._cluster = cluster
+        return emulator
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            self._cluster = None
+
+    def __enter__(self) -> Emulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ statements
+
+    def execute(self, cql: str, params: Sequence[Any] = ()) -> list[ChangeRecord]:
+        """Run one statement (or one BATCH); returns the CDC records written (none for DDL)."""
+        return self.run(parse_statement(cql), params)
+
+    def execute_script(self, text: str) -> list[ChangeRecord]:
+        """Run `;`-separated statements in order; returns all records written."""
+        records: list[ChangeRecord] = []
+        for statement in split_statements(text):
+            records += self.execute(statement)
+        return records
+
+    def run(self, statement: ast.Statement, params: Sequence[Any] = ()) -> list[ChangeRecord]:
+        if isinstance(statement, ast.Insert | ast.Update | ast.Delete | ast.Batch):
+            return self._modify(statement, params)
+        self._ddl(statement)
+        return []
+
+    def _ddl(self, statement: ast.Statement) -> None:
+        if isinstance(statement, ast.Use):
+            if not self.catalog.keyspace_exists(statement.keyspace):
+                raise InvalidRequestError(f"Keyspace '{statement.keyspace}' does not exist")
+            self.keyspace = statement.keyspace
+        elif isinstance(statement, ast.CreateKeyspace):
+            self.schema.create_keyspace(statement)
+        elif isinstance(statement, ast.CreateType):
+            self.schema.create_type(self._keyspace(statement.keyspace), statement)
+        elif isinstance(statement, ast.CreateTable):
+            self.schema.create_table(self._keyspace(statement.table.keyspace), statement)
+        elif isinstance(statement, ast.AlterTable):
+            self.schema.alter_table(self.table_of(statement.table), statement)
+        elif isinstance(statement, ast.Drop):
+            self.schema.drop(statement, self._keyspace(statement.keyspace))
+        elif isinstance(statement, ast.Truncate):
+            self.schema.truncate(self.table_of(statement.table))
+        elif isinstance(statement, ast.PassThrough):
+            if statement.type_name is None and "tablets" in statement.text.lower():
+                raise UnsupportedCqlError("changing the tablets option of an existing keyspace")
+            self.session.execute(statement.text)
+            if statement.keyspace or self.keyspace:
+                self.catalog.invalidate(self._keyspace(statement.keyspace))
+        else:  # pragma: no cover - the parser produces nothing else
+            raise UnsupportedCqlError(f"statement {type(statement).__name__}")
+
+    def _keyspace(self, keyspace: str | None) -> str:
+        if keyspace:
+            return keyspace
+        if self.keyspace is None:
+            raise InvalidRequestError(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"
+            )
+        return self.keyspace
+
+    def table_of(self, name: ast.TableName) -> SimTable:
+        return self.catalog.table(self._keyspace(name.keyspace), name.name)
+
+    def table(self, keyspace: str, name: str) -> SimTable:
+        return self.catalog.table(keyspace, name)
+
+    def _modify(self, statement: ast.Modification | ast.Batch, params: Sequence[Any]) -> list[ChangeRecord]:
+        self.state_reader.reset()
+        builder = MutationBuilder(
+            self.table_of,
+            Resolver(params, self.clock),
+            self.clock(),
+            self.state_reader.lists,
+            ListKeys(self._list_key_bits),
+        )
+        builder.add(statement)
+        return self.write(builder.result())
+
+    # ------------------------------------------------------------ Python API
+
+    def insert(
+        self, table: str, values: Mapping[str, Any], *, ttl: int | None = None, timestamp: int | None = None
+    ) -> list[ChangeRecord]:
+        names = ", ".join(q(n) for n in values)
+        marks = ", ".join("?" * len(values))
+        using, extra = _using(ttl, timestamp)
+        return self.execute(f"INSERT INTO {table} ({names}) VALUES ({marks}){using}", [*values.values(), *extra])
+
+    def update(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        assignments: Mapping[str, Any],
+        *,
+        ttl: int | None = None,
+        timestamp: int | None = None,
+    ) -> list[ChangeRecord]:
+        using, extra = _using(ttl, timestamp)
+        sets = ", ".join(f"{q(n)} = ?" for n in assignments)
+        where = " AND ".join(f"{q(n)} = ?" for n in key)
+        return self.execute(
+            f"UPDATE {table}{using} SET {sets} WHERE {where}", [*extra, *assignments.values(), *key.values()]
+        )
+
+    def delete(
+        self, table: str, key: Mapping[str, Any], columns: Sequence[str] = (), *, timestamp: int | None = None
+    ) -> list[ChangeRecord]:
+        using, extra = _using(None, timestamp)
+        targets = (", ".join(q(c) for c in columns) + " ") if columns else ""
+        where = " AND ".join(f"{q(n)} = ?" for n in key)
+        return self.execute(f"DELETE {targets}FROM {table}{using} WHERE {where}", [*extra, *key.values()])
+
+    # ------------------------------------------------------------ writing
+
+    def stream_for(self, table: SimTable, key: Sequence[Any], timestamp: int) -> StreamId:
+        """The stream a write of partition `key` at `timestamp` (µs) goes to; raises ScyllaDB's
+        errors for timestamps too far in the future or past."""
+        schema = table.schema
+        token = st.token_of(schema, key)
+        if table.tablets:
+            return self.router.tablet_stream(schema.keyspace, schema.name, token, timestamp)
+        return self.router.vnode_stream(token, timestamp)
+
+    def write(self, mutations: Sequence[PartitionMutation]) -> list[ChangeRecord]:
+        """Apply mutations (one per table and partition): base, list shadow and CDC log writes."""
+        plans: list[tuple[PartitionMutation, SimTable, dict[int, StreamId]]] = []
+        for mutation in mutations:
+            table = self.catalog.table(mutation.table.keyspace, mutation.table.name)
+            streams: dict[int, StreamId] = {}
+            if table.schema.cdc.enabled:  # choosing streams validates every timestamp first
+                streams = {ts: self.stream_for(table, mutation.key, ts) for ts in sorted(mutation.timestamps())}
+            plans.append((mutation, table, streams))
+        batches: list[list[Write]] = []
+        singles: list[Write] = []
+        records: list[ChangeRecord] = []
+        for mutation, table, streams in plans:
+            state = self._prior_state(mutation, table)
+            list_names = {name for name, _, _ in list_columns(mutation.table)}
+            lists_before = {
+                (ck, name): self.state_reader.lists(mutation.table, mutation.key, ck, name)
+                for ck, row in [(None, mutation.static), *mutation.rows.items()]
+                for name in row.collections
+                if name in list_names
+            }
+            batches.append(base_writes(mutation, lists_before))
+            batches.append(shadow_writes(mutation))
+            if streams:
+                records += self._log(mutation, state, streams, singles)
+        self.executor.run(batches, singles)
+        return records
+
+    def _prior_state(self, mutation: PartitionMutation, table: SimTable) -> PartitionState:
+        options = table.schema.cdc
+        if not options.enabled or (options.preimage is ImageMode.OFF and not options.postimage):
+            return PartitionState()
+        cks = list(mutation.rows)
+        if not table.schema.clustering_key and mutation.tombstone is not None:
+            cks.append(())
+        return self.state_reader.read(mutation.table, mutation.key, cks, not mutation.static.is_empty)
+
+    def _log(
+        self,
+        mutation: PartitionMutation,
+        state: PartitionState,
+        streams: dict[int, StreamId],
+        out: list[Write],
+    ) -> list[ChangeRecord]:
+        schema = mutation.table
+        names = [n for n, _ in log_schema.log_columns(schema).regular if n not in _METADATA]
+        records: list[ChangeRecord] = []
+        for pending in compute_records(mutation, state):
+            stream, cdc_time = streams[pending.timestamp], timeuuid_for(pending.timestamp)
+            rows: list[LogRow] = []
+            for seq, row in enumerate(pending.rows):
+                last = seq == len(pending.rows) - 1
+                out.append(log_write(schema, stream, cdc_time, seq, last, row, pending.timestamp))
+                values = {n: row.values.get(n) for n in names}
+                rows.append(LogRow(stream, cdc_time, seq, row.operation, row.ttl, last, values))
+            records.append(ChangeRecord(schema.keyspace, schema.name, tuple(rows)))
+        return records
+
+    # ------------------------------------------------------------ topology
+
+    def bootstrap_node(
+        self, delay_s: float | None = None, vnodes: int | None = None, shards: int | None = None
+    ) -> st.Generation:
+        """Add a virtual node and publish the new vnode generation, starting `delay_s` from now."""
+        return self.router.bootstrap_node(delay_s, vnodes, shards)
+
+    def generation_at(self, timestamp_us: int) -> st.Generation:
+        times = [t for t in self.router.generation_times(refresh=True) if t * 1000 <= timestamp_us]
+        if not times:
+            raise InvalidRequestError(f"no vnode generation operates at {timestamp_us}")
+        return self.router.generation(times[-1])
+
+    def tablets_split(self, keyspace: str, table: str, delay_s: float | None = None) -> st.StreamSet:
+        """Split every tablet of the table in two: a new stream set, `delay_s` from now."""
+        return self.router.change_tablets(keyspace, table, lambda s: st.split_streams(s, self.rng), delay_s)
+
+    def tablets_merge(self, keyspace: str, table: str, delay_s: float | None = None) -> st.StreamSet:
+        """Merge the table's tablets pairwise: a new stream set, `delay_s` from now."""
+        return self.router.change_tablets(keyspace, table, lambda s: st.merge_streams(s, self.rng), delay_s)
+
+    def tablets_change(
+        self,
+        keyspace: str,
+        table: str,
+        positions: Sequence[int],
+        *,
+        split: bool = False,
+        delay_s: float | None = None,
+    ) -> st.StreamSet:
+        """A partial change: close the streams at `positions` (token order) and open replacements
+        (the same tablets, or with `split` each of them halved); the other streams stay open."""
+        if split:
+            return self.router.change_tablets(
+                keyspace, table, lambda s: st.split_streams(s, self.rng, positions), delay_s
+            )
+        return self.router.change_tablets(
+            keyspace, table, lambda s: st.replace_streams(s, positions, self.rng), delay_s
+        )
+
+    def stream_sets(self, keyspace: str, table: str) -> list[st.StreamSet]:
+        times = self.router.set_times(keyspace, table, refresh=True)
+        return [self.router.stream_set(keyspace, table, t) for t in times]
+
+
+_METADATA = {log_schema.OPERATION, log_schema.TTL, log_schema.END_OF_BATCH}
+
+
+def _using(ttl: int | None, timestamp: int | None) -> tuple[str, list[int]]:
+    parts, values = [], []
+    if ttl is not None:
+        parts.append("TTL ?")
+        values.append(ttl)
+    if timestamp is not None:
+        parts.append("TIMESTAMP ?")
+        values.append(timestamp)
+    return ((" USING " + " AND ".join(parts)) if parts else ""), values
