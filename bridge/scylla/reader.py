@@ -361,7 +361,9 @@ class SourceReader:
                             oldest_us=oldest)
                 self._output.put([PossibleGap(group_id, position, oldest)])
         reader = GroupReader(group, position, self.settings, self._ends.get(group_id))
-        reader.horizon_us = self._horizons.get((group.keyspace, group.table))
+        # Until discovery has completed a round for the table, nothing is known to be safe to
+        # read: a switch found later in the same round could end this group.
+        reader.horizon_us = self._horizons.get((group.keyspace, group.table), 0)
         self._readers[group_id] = reader
 
     def _on_found(self, found: _Found) -> None:
