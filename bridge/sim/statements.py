@@ -19,6 +19,7 @@ from bridge.sim.collections import ListKeys, element_type
 from bridge.sim.cql import ast
 from bridge.sim.cql.literals import Resolver
 from bridge.sim.errors import InvalidRequestError
+from bridge.sim.values import sorted_values
 from bridge.sim.where import Selection, select
 
 MAX_TTL = 20 * 365 * 24 * 3600
@@ -289,7 +290,7 @@ class MutationBuilder:
         index = self.resolver.value(key_term, scalar("int"), f"idx({column.name})")
         if index is None:
             raise InvalidRequestError(f"Invalid null value for list index of {column.name}")
-        current = list(self.lists(mutation.table, mutation.key, ck, column.name))
+        current = sorted_values(self.lists(mutation.table, mutation.key, ck, column.name), scalar("timeuuid"))
         if not 0 <= index < len(current):
             raise InvalidRequestError(f"List index {index} out of bound, list has size {len(current)}")
         return current[index]

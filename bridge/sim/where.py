@@ -106,7 +106,8 @@ def _clustering(
         prefixes = [p + v for p in prefixes for v in _tuple_values(relation, columns[position:], resolver)]
         position += width
     ranges: list[ClusteringRange] = []
-    if position < len(columns) and columns[position].name in by_column:
+    sliced = position < len(columns) and columns[position].name in by_column
+    if sliced:
         slices = by_column.pop(columns[position].name)
         for prefix in prefixes:
             rng = _slice_range(prefix, slices, columns[position:], resolver)
@@ -123,7 +124,7 @@ def _clustering(
         )
     if position == len(columns) and columns:
         return Selection(partitions, rows=tuple(prefixes), has_clustering=True)
-    return Selection(partitions, ranges=tuple(ranges), has_clustering=position > 0 or bool(ranges))
+    return Selection(partitions, ranges=tuple(ranges), has_clustering=position > 0 or sliced)
 
 
 def _check_tuple_columns(relation: ast.Relation, expected: Sequence[Column]) -> None:

@@ -107,19 +107,23 @@ def _quoted(text: str, pos: int, quote: str, kind: Kind, tokens: list[Token]) ->
 
 
 def split_statements(text: str) -> list[str]:
-    """Split a script into statements at top-level `;`, keeping `BEGIN ... APPLY BATCH` whole."""
+    """Split a script into statements at top-level `;`, keeping `BEGIN ... APPLY BATCH` whole;
+    comments between statements are dropped."""
     statements: list[str] = []
-    start = 0
+    first: Token | None = None
+    last: Token | None = None
     in_batch = False
     tokens = tokenize(text)
     for i, token in enumerate(tokens):
-        if token.is_word("begin"):
+        if token.is_word("begin") and first is None:
             in_batch = True
         elif token.is_word("batch") and i > 0 and tokens[i - 1].is_word("apply"):
             in_batch = False
-        elif (token.is_punct(";") and not in_batch) or token.kind is Kind.END:
-            chunk = text[start : token.start].strip()
-            if chunk:
-                statements.append(chunk)
-            start = token.end
+        if (token.is_punct(";") and not in_batch) or token.kind is Kind.END:
+            if first is not None and last is not None:
+                statements.append(text[first.start : last.end])
+            first = last = None
+            continue
+        first = first or token
+        last = token
     return statements

@@ -1,0 +1,140 @@
+"""Delta rows of non-frozen collections and UDTs (cdc-log-format.md section 3.3), without Cassandra."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bridge.sim.collections import PREPEND_REFERENCE_US, ListKeys
+from bridge.sim.errors import InvalidRequestError
+from tests.unit.sim.pure import LIST_LOW_BITS, UT, T, World, rows
+
+TABLE = (
+    "CREATE TABLE c (pk int, ck int, m map<int,text>, st set<int>, l list<int>, u ut, fm frozen<map<int,int>>,"
+    " PRIMARY KEY (pk,ck)) WITH cdc = {'enabled': true}"
+)
+K = {"pk": 0, "ck": 0}
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.add(TABLE, {"ut": UT})
+    return w
+
+
+def delta(world: World, cql: str, timestamp: int = T) -> tuple[int, int, dict[str, Any]]:
+    """(record timestamp offset from T, op, values) of a statement writing exactly one row."""
+    records = world.write(cql, timestamp)
+    assert len(records) == 1 and len(records[0].rows) == 1, records
+    ((op, ttl, values),) = rows(records[0])
+    assert ttl is None
+    return records[0].timestamp - timestamp, op, values
+
+
+@pytest.mark.parametrize(
+    ("assignment", "values"),
+    [
+        ("m = m + {1:'a', 2:'b'}", {"m": {1: "a", 2: "b"}}),
+        ("m[5] = 'x'", {"m": {5: "x"}}),
+        ("m = m - {1, 3}", {"cdc$deleted_elements_m": {1, 3}}),
+        ("m[5] = null", {"cdc$deleted_elements_m": {5}}),
+        ("m = {1:'a'}", {"m": {1: "a"}, "cdc$deleted_m": True}),
+        ("m = null", {"cdc$deleted_m": True}),
+        ("m = {}", {"cdc$deleted_m": True}),
+        ("m = m + {3:'c'}, m = m - {2}", {"m": {3: "c"}, "cdc$deleted_elements_m": {2}}),
+        ("st = st + {1,2}", {"st": {1, 2}}),
+        ("st = st - {1,2,3}", {"cdc$deleted_elements_st": {1, 2, 3}}),
+        ("st = {1,2}", {"st": {1, 2}, "cdc$deleted_st": True}),
+        ("u.a = 0, u.b = 1", {"u": (0, 1, None)}),
+        ("u.a = null, u.b = null", {"u": (None, None, None), "cdc$deleted_elements_u": {0, 1}}),
+        ("u.a = 42, u.c = null", {"u": (42, None, None), "cdc$deleted_elements_u": {2}}),
+        ("u = {a:1, b:2}", {"u": (1, 2, None), "cdc$deleted_u": True}),
+        ("u = null", {"u": (None, None, None), "cdc$deleted_u": True}),
+        ("fm = {1:1}", {"fm": {1: 1}}),
+        ("fm = null", {"cdc$deleted_fm": True}),
+    ],
+)
+def test_update_of_collections(world: World, assignment: str, values: dict[str, Any]) -> None:
+    """Each UPDATE of the section 3.3 table logs one op-1 row at T with exactly these columns."""
+    assert delta(world, f"UPDATE c SET {assignment} WHERE pk=0 AND ck=0") == (0, 1, {**K, **values})
+
+
+def test_column_delete_of_a_collection_is_logged_at_t_plus_one(world: World) -> None:
+    """`DELETE m` writes its tombstone at T, which CDC logs in a record at T+1."""
+    assert delta(world, "DELETE m FROM c WHERE pk=0 AND ck=0") == (1, 1, {**K, "cdc$deleted_m": True})
+    assert delta(world, "DELETE m[5] FROM c WHERE pk=0 AND ck=0") == (0, 1, {**K, "cdc$deleted_elements_m": {5}})
+
+
+def test_insert_of_a_collection(world: World) -> None:
+    """INSERT overwrites: marker, tombstone and elements share one op-2 row."""
+    assert delta(world, "INSERT INTO c (pk,ck,m) VALUES (0,0,{1:'a'})") == (
+        0,
+        2,
+        {**K, "m": {1: "a"}, "cdc$deleted_m": True},
+    )
+
+
+def test_list_keys(world: World) -> None:
+    """Lists expose their timeuuid keys: appends at T, prepends mirrored, positions resolved by reading."""
+    keys = ListKeys(LIST_LOW_BITS)
+    k1, k2 = keys.append(T, 2)
+    assert delta(world, "UPDATE c SET l = l + [1,2] WHERE pk=0 AND ck=0") == (0, 1, {**K, "l": {k1: 1, k2: 2}})
+    later = ListKeys(LIST_LOW_BITS)
+    (kp,) = later.prepend(T + 10, 1)
+    assert kp.time < k1.time and (2 * PREPEND_REFERENCE_US - (T + 10)) * 10 + 0x01B21DD213814000 == kp.time
+    assert delta(world, "UPDATE c SET l = [0] + l WHERE pk=0 AND ck=0", T + 10) == (0, 1, {**K, "l": {kp: 0}})
+    # The list is now [0, 1, 2] under keys kp, k1, k2.
+    assert delta(world, "UPDATE c SET l[1] = 9 WHERE pk=0 AND ck=0", T + 20) == (0, 1, {**K, "l": {k1: 9}})
+    assert delta(world, f"UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX({k2})] = 7 WHERE pk=0 AND ck=0", T + 30) == (
+        0,
+        1,
+        {**K, "l": {k2: 7}},
+    )
+    assert delta(world, "DELETE l[0] FROM c WHERE pk=0 AND ck=0", T + 40) == (
+        0,
+        1,
+        {**K, "cdc$deleted_elements_l": {kp}},
+    )
+    assert delta(world, "UPDATE c SET l = l - [7] WHERE pk=0 AND ck=0", T + 50) == (
+        0,
+        1,
+        {**K, "cdc$deleted_elements_l": {k2}},
+    )
+    overwrite = ListKeys(LIST_LOW_BITS).append(T + 60, 2)
+    assert delta(world, "UPDATE c SET l = [1,2] WHERE pk=0 AND ck=0", T + 60) == (
+        0,
+        1,
+        {**K, "l": dict(zip(overwrite, [1, 2], strict=True)), "cdc$deleted_l": True},
+    )
+
+
+def test_list_index_out_of_bounds_is_an_error(world: World) -> None:
+    """Setting a list element by a position the list does not have fails, naming the size."""
+    with pytest.raises(InvalidRequestError, match="out of bound, list has size 0"):
+        world.write("UPDATE c SET l[3] = 1 WHERE pk=0 AND ck=0")
+
+
+def test_collection_tombstone_and_add_in_one_batch(world: World) -> None:
+    """`DELETE v USING TIMESTAMP T-1` + `v = v + {...}` at T: one row with both, at T."""
+    assert delta(
+        world,
+        f"BEGIN UNLOGGED BATCH DELETE m FROM c USING TIMESTAMP {T - 1} WHERE pk=0 AND ck=0;"
+        f" UPDATE c USING TIMESTAMP {T} SET m = m + {{1:'a'}} WHERE pk=0 AND ck=0; APPLY BATCH",
+    ) == (0, 1, {**K, "m": {1: "a"}, "cdc$deleted_m": True})
+
+
+def test_collection_overwrite_with_ttl_splits(world: World) -> None:
+    """`USING TTL 5 SET m = {..}`: the tombstone row (no TTL) first, then the elements with TTL 5."""
+    (record,) = world.write("UPDATE c USING TTL 5 SET m = {1:'a'} WHERE pk=0 AND ck=0")
+    assert rows(record) == [(1, None, {**K, "cdc$deleted_m": True}), (1, 5, {**K, "m": {1: "a"}})]
+
+
+def test_different_ttls_on_one_collection_give_one_row_each(world: World) -> None:
+    """Two TTLs on one map in one batch: one update row per TTL, ascending."""
+    (record,) = world.write(
+        "BEGIN UNLOGGED BATCH UPDATE c USING TTL 9 SET m[1] = 'a' WHERE pk=0 AND ck=0;"
+        " UPDATE c USING TTL 3 SET m[2] = 'b' WHERE pk=0 AND ck=0; APPLY BATCH"
+    )
+    assert rows(record) == [(1, 3, {**K, "m": {2: "b"}}), (1, 9, {**K, "m": {1: "a"}})]
