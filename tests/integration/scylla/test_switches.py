@@ -69,7 +69,9 @@ class Writer(threading.Thread):
 
 
 @pytest.mark.slow
-def test_generation_switch_hands_over_per_group_without_loss_or_duplicate(cassandra_session: Any, keyspace: str) -> None:
+def test_generation_switch_hands_over_per_group_without_loss_or_duplicate(
+    cassandra_session: Any, keyspace: str
+) -> None:
     kit = LogKit(cassandra_session, keyspace)
     kit.create_metadata()
     kit.create_table("t")
@@ -88,7 +90,10 @@ def test_generation_switch_hands_over_per_group_without_loss_or_duplicate(cassan
     def vnode_choice(token: int, micros: int) -> StreamId:
         return vnode_stream_for(token, new_ranges if micros >= switch * 1000 else old_ranges)
 
-    writers = [Writer(kit, "t", vnode_choice, 8), Writer(kit, "tt", lambda t, _: tablet_stream_for(t, tablet_streams), 8)]
+    def tablet_choice(token: int, _micros: int) -> StreamId:
+        return tablet_stream_for(token, tablet_streams)
+
+    writers = [Writer(kit, "t", vnode_choice, 8), Writer(kit, "tt", tablet_choice, 8)]
     for writer in writers:
         writer.start()
     reader = SourceReader(cassandra_session, settings_for(keyspace))
@@ -99,7 +104,8 @@ def test_generation_switch_hands_over_per_group_without_loss_or_duplicate(cassan
         collected = run_reader(
             reader,
             lambda c: all(not w.is_alive() for w in writers)
-            and all(c.progress_of(g) >= done_at for g in c.started if g.generation_start_ms != first or g.table == "tt"),
+            and all(c.progress_of(g) >= done_at for g in c.started
+                    if g.generation_start_ms != first or g.table == "tt"),
             timeout_s=60,
         )
     finally:
@@ -108,7 +114,8 @@ def test_generation_switch_hands_over_per_group_without_loss_or_duplicate(cassan
         writer.join()
         assert writer.error is None
     for table, writer in (("t", writers[0]), ("tt", writers[1])):
-        sub = Collected([(t, e) for t, e in collected.events if not isinstance(e, RecordRead) or e.record.table == table])
+        sub = Collected([(t, e) for t, e in collected.events
+                         if not isinstance(e, RecordRead) or e.record.table == table])
         assert_exactly_once_in_key_order(sub, writer.written)
     assert sum(len(v) for v in writers[0].written.values()) > 100
     old_groups = {g for g in collected.started if g.table == "t" and g.generation_start_ms == first}
@@ -164,7 +171,8 @@ def test_tablet_split_merge_and_partial_change(cassandra_session: Any, keyspace:
     assert 999 not in {row.values["pk"] for e in collected.records() for row in e.record.rows}
     by_stream = {g.vnode_id: g for g in collected.started}
     finished = {e.group: e.position.window_start_us for e in collected.of(GroupFinished)}
-    assert finished == {by_stream[str(b)]: split * 1000, by_stream[str(c)]: merge * 1000, by_stream[str(d)]: merge * 1000}
+    expected = {by_stream[str(b)]: split * 1000, by_stream[str(c)]: merge * 1000, by_stream[str(d)]: merge * 1000}
+    assert finished == expected
     assert by_stream[str(a)].generation_start_ms == first  # unchanged: one group, one reader throughout
     assert {by_stream[str(s)].generation_start_ms for s in (b1, b2)} == {split}
     assert by_stream[str(cd)].generation_start_ms == merge
