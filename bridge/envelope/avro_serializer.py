@@ -12,9 +12,11 @@ compiled once, marks every non-null optional struct with fastavro's tuple notati
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import struct
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -96,11 +98,9 @@ class AvroSerializer:
         cached = self._compiled.get((id(schema), topic))
         if cached is not None and cached.schema is schema:
             return cached
-        from confluent_kafka.schema_registry import Schema
-
         definition = avro_schema(schema)
         try:
-            schema_id = self.registry.register_schema(topic + self.suffix, Schema(json.dumps(definition), "AVRO"))
+            schema_id = self.registry.register_schema(topic + self.suffix, _registry_schema(json.dumps(definition)))
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
         compiled = _Compiled(
@@ -130,10 +130,22 @@ class AvroSerializer:
         return buffer.getvalue()
 
 
+def _registry_module() -> Any:
+    """confluent_kafka.schema_registry, imported without the deprecation warning that authlib
+    (which it imports) raises about its own httpx integration."""
+    with warnings.catch_warnings():
+        importlib.import_module("authlib.deprecate")  # installs an "always" filter; ours goes in front
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import confluent_kafka.schema_registry as module
+    return module
+
+
+def _registry_schema(text: str) -> Any:
+    return _registry_module().Schema(text, "AVRO")
+
+
 def registry_client(url: str) -> SchemaRegistry:
     """A confluent-kafka registry client for a Confluent-compatible API (Apicurio's
     `/apis/ccompat/v7` works)."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    client: SchemaRegistry = SchemaRegistryClient({"url": url})
+    client: SchemaRegistry = _registry_module().SchemaRegistryClient({"url": url})
     return client

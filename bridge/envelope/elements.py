@@ -27,7 +27,7 @@ from typing import Any
 
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import ValueConversionError
-from bridge.envelope.types import Converter, TypeMapping, list_values_of_keyed, map_type, udt_fields
+from bridge.envelope.types import Converter, TypeMapping, hashable_form, list_values_of_keyed, map_type, udt_fields
 from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.schema import CqlType, scalar
 
@@ -68,8 +68,8 @@ def _set_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapp
     schema = _elements_struct(elements_name, cs.array(element.schema), cs.array(element.schema))
 
     def without(value: Any, removed: Any) -> Any:
-        gone = set(_keys(removed))
-        return [item for item in _keys(value) if item not in gone]
+        gone = {hashable_form(k) for k in _keys(removed)}
+        return [item for item in _keys(value) if hashable_form(item) not in gone]
 
     return MultiCellMapping(full, schema, full.convert, full.convert, without)
 
@@ -84,8 +84,8 @@ def _map_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapp
         return [convert_key(k) for k in _keys(value)]
 
     def without(value: Any, gone_keys: Any) -> Any:
-        gone = set(_keys(gone_keys))
-        return {k: v for k, v in value.items() if k not in gone}
+        gone = {hashable_form(k) for k in _keys(gone_keys)}
+        return {k: v for k, v in value.items() if hashable_form(k) not in gone}
 
     return MultiCellMapping(full, schema, full.convert, removed, without)
 

@@ -110,13 +110,26 @@ def _is_same_float32(value: float) -> Callable[[str], bool]:
     return reads_back
 
 
-@lru_cache(maxsize=65536)
-def double_text(value: float) -> str:
-    special = _non_finite(value)
-    if special is not None:
-        return special
+def _special(value: float) -> str | None:
+    """Zeros and non-finite values, handled before the caches (which see 0.0 == -0.0)."""
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    return _non_finite(value)
+
+
+def double_text(value: float) -> str:
+    special = _special(value)
+    return _double_text(value) if special is None else special
+
+
+def float_text(value: float) -> str:
+    """`Float.toString` of a float32 held in a Python float."""
+    special = _special(value)
+    return _float_text(value) if special is None else special
+
+
+@lru_cache(maxsize=65536)
+def _double_text(value: float) -> str:
     shortest = repr(abs(value))
     digits, exponent = _digits_of(shortest)
     if len(digits) == 1:
@@ -158,13 +171,7 @@ def _shortest_float32_exact(value: float) -> str:
 
 
 @lru_cache(maxsize=65536)
-def float_text(value: float) -> str:
-    """`Float.toString` of a float32 held in a Python float."""
-    special = _non_finite(value)
-    if special is not None:
-        return special
-    if value == 0.0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+def _float_text(value: float) -> str:
     magnitude = abs(value)
     shortest = _shortest_float32(magnitude)
     digits, exponent = _digits_of(shortest)

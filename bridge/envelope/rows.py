@@ -19,6 +19,7 @@ from typing import Any
 
 from bridge.envelope.errors import ValueConversionError
 from bridge.envelope.plan import KEY_SLOT, MULTI_CELL_SLOT, KeySlot, TablePlan, ValueColumnPlan
+from bridge.envelope.types import hashable_form
 
 
 def _in_column(name: str, error: ValueConversionError) -> ValueConversionError:
@@ -111,17 +112,7 @@ def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict
         raise _in_column(name, error) from None
 
 
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, Mapping):
-        return tuple((_hashable(k), _hashable(v)) for k, v in value.items())
-    if isinstance(value, set | frozenset):
-        return tuple(sorted(_hashable(v) for v in value))
-    return value
-
-
 def row_identity(plan: TablePlan, values: Mapping[str, Any]) -> tuple[Any, ...]:
     """What pairs a delta row with its images inside a record: the primary key values
     (clustering columns null for the static row)."""
-    return tuple(_hashable(values.get(name)) for name, _ in plan.key_slots)
+    return tuple(hashable_form(values.get(name)) for name, _ in plan.key_slots)

@@ -223,6 +223,17 @@ def type_label(cql: CqlType) -> str:
     return cql.kind.upper()
 
 
+def hashable_form(value: Any) -> Any:
+    """A hashable stand-in for a driver value (frozen collections come as lists, sets, maps)."""
+    if value is None or isinstance(value, str | bytes | int | float | uuid.UUID | decimal.Decimal):
+        return value
+    if isinstance(value, Mapping):
+        return tuple((hashable_form(k), hashable_form(v)) for k, v in value.items())
+    if isinstance(value, tuple | list) or hasattr(value, "__iter__"):
+        return tuple(hashable_form(v) for v in value)
+    return value
+
+
 def _iterable(value: Any, what: str) -> Iterable[Any]:
     if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
         raise _fail(value, what)

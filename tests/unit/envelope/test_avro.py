@@ -1,0 +1,196 @@
+"""Avro: the AvroConverter (AvroData) form of the schemas, the Confluent framing, the union
+branch hints, and schema evolution when a column is added."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import fastavro
+import pytest
+from cassandra.util import OrderedMap
+
+from bridge.envelope import connect_schema as cs
+from bridge.envelope.avro_schema import avro_schema
+from bridge.envelope.avro_serializer import AvroSerializer
+from bridge.envelope.errors import SerializationError
+from bridge.scylla.model import Operation
+from tests.unit.envelope.support import InProcessRegistry, d, make_table, plan_for, row, row_with, run
+
+
+def test_primitive_logical_and_named_types() -> None:
+    schema = cs.struct(
+        "P.ks.t.After",
+        [
+            cs.ConnectField("a", cs.primitive(cs.INT8)),
+            cs.ConnectField("b", cs.primitive(cs.INT16, optional=False)),
+            cs.ConnectField("c", cs.primitive(cs.INT64)),
+            cs.ConnectField("d", cs.date()),
+            cs.ConnectField("e", cs.timestamp()),
+            cs.ConnectField("f", cs.debezium_enum("x,y", "y")),
+            cs.ConnectField("g", cs.array(cs.primitive(cs.FLOAT32))),
+            cs.ConnectField("h", cs.primitive(cs.BYTES)),
+        ],
+        True,
+    )
+    assert avro_schema(schema) == [
+        "null",
+        {
+            "type": "record",
+            "name": "After",
+            "namespace": "P.ks.t",
+            "fields": [
+                {"name": "a", "type": ["null", {"type": "int", "connect.type": "int8"}], "default": None},
+                {"name": "b", "type": {"type": "int", "connect.type": "int16"}},
+                {"name": "c", "type": ["null", "long"], "default": None},
+                {
+                    "name": "d",
+                    "type": [
+                        "null",
+                        {
+                            "type": "int",
+                            "connect.version": 1,
+                            "connect.name": "org.apache.kafka.connect.data.Date",
+                            "logicalType": "date",
+                        },
+                    ],
+                    "default": None,
+                },
+                {
+                    "name": "e",
+                    "type": [
+                        "null",
+                        {
+                            "type": "long",
+                            "connect.version": 1,
+                            "connect.name": "org.apache.kafka.connect.data.Timestamp",
+                            "logicalType": "timestamp-millis",
+                        },
+                    ],
+                    "default": None,
+                },
+                {
+                    "name": "f",
+                    "type": [
+                        {
+                            "type": "string",
+                            "connect.version": 1,
+                            "connect.parameters": {"allowed": "x,y"},
+                            "connect.default": "y",
+                            "connect.name": "io.debezium.data.Enum",
+                        },
+                        "null",
+                    ],
+                    "default": "y",
+                },
+                {"name": "g", "type": ["null", {"type": "array", "items": ["null", "float"]}], "default": None},
+                {"name": "h", "type": ["null", "bytes"], "default": None},
+            ],
+            "connect.name": "P.ks.t.After",
+        },
+    ]
+
+
+TABLE = make_table(
+    partition=[("pk", "int")],
+    clustering=[("ck", "int")],
+    regular=[("v", "text"), ("m", "map<int, text>"), ("fm", "frozen<map<int, text>>")],
+)
+PLAN = plan_for(TABLE)
+
+
+def test_envelope_schema_defines_each_named_type_once() -> None:
+    envelope = avro_schema(PLAN.value_schema)
+    assert (envelope["name"], envelope["namespace"], envelope["connect.name"]) == (
+        "Envelope",
+        "P.ks.t",
+        "P.ks.t.Envelope",
+    )
+    fields = {f["name"]: f for f in envelope["fields"]}
+    assert [f["name"] for f in envelope["fields"]] == [
+        "source",
+        "before",
+        "after",
+        "op",
+        "ts_ms",
+        "transaction",
+        "ts_us",
+        "ts_ns",
+    ]
+    assert fields["source"]["type"]["name"] == "connector"
+    assert fields["source"]["type"]["namespace"] == "com.scylladb.cdc.debezium"
+    assert fields["transaction"]["type"][1]["name"] == "block"
+    assert fields["transaction"]["type"][1]["connect.version"] == 1
+    before = fields["before"]["type"][1]
+    after_ref = fields["after"]["type"]
+    assert before["name"] == "Before" and after_ref[1]["name"] == "After"
+    after_fields = {f["name"]: f["type"] for f in after_ref[1]["fields"]}
+    assert after_fields["v"] == ["null", "P.ks.t.v.Cell"]  # defined in Before, referenced here
+    fastavro.parse_schema(envelope)  # valid Avro with every reference resolvable
+
+
+def _decode(body: bytes, writer: Any, reader: Any | None = None) -> Any:
+    return fastavro.schemaless_reader(
+        io.BytesIO(body), fastavro.parse_schema(writer), reader and fastavro.parse_schema(reader)
+    )
+
+
+def test_confluent_framing_and_subjects() -> None:
+    registry = InProcessRegistry()
+    keys, values = AvroSerializer(registry, is_key=True), AvroSerializer(registry, is_key=False)
+    record = run(PLAN, row(Operation.INSERT, pk=1, ck=2, v="x")).records[0]
+    key = keys.serialize("P.ks.t", record.key_schema, record.key)
+    value = values.serialize("P.ks.t", record.value_schema, record.value)
+    assert key is not None and value is not None
+    assert key[0] == 0 and int.from_bytes(key[1:5], "big") == keys.schema_id("P.ks.t", PLAN.key_schema)
+    assert value[0] == 0 and int.from_bytes(value[1:5], "big") == values.schema_id("P.ks.t", PLAN.value_schema)
+    assert sorted(registry.subjects) == ["P.ks.t-key", "P.ks.t-value"]
+    assert _decode(key[5:], registry.schema(int.from_bytes(key[1:5], "big"))) == {"ck": 2, "pk": 1}
+    assert values.serialize("P.ks.t", None, None) is None  # tombstone
+
+
+def test_branch_hints_write_the_same_bytes_as_plain_dicts() -> None:
+    """The tuple-notation hints only save fastavro the branch search; the bytes are identical."""
+    registry = InProcessRegistry()
+    serializer = AvroSerializer(registry, is_key=False)
+    record = run(
+        PLAN,
+        row_with(
+            Operation.UPDATE,
+            {"pk": 1, "ck": 2, "v": "x", "m": OrderedMap([(1, "a")]), "fm": OrderedMap([(2, "b")]), d("v"): False},
+        ),
+    ).records[0]
+    framed = serializer.serialize("P.ks.t", record.value_schema, record.value)
+    assert framed is not None
+    plain = io.BytesIO()
+    fastavro.schemaless_writer(plain, fastavro.parse_schema(avro_schema(PLAN.value_schema)), record.value)
+    assert framed[5:] == plain.getvalue()
+
+
+def test_values_that_do_not_fit_the_schema_are_refused() -> None:
+    serializer = AvroSerializer(InProcessRegistry(), is_key=True)
+    with pytest.raises(SerializationError, match=r"P\.ks\.t\.Key"):
+        serializer.serialize("P.ks.t", PLAN.key_schema, {"ck": "not an int", "pk": 1})
+
+
+def test_added_column_gives_a_compatible_new_schema() -> None:
+    """ALTER TABLE ADD w: a new schema version (new id); old data reads with the new schema
+    (w defaults to null) and new data with the old one (w ignored)."""
+    altered = make_table(
+        partition=[("pk", "int")],
+        clustering=[("ck", "int")],
+        regular=[("v", "text"), ("m", "map<int, text>"), ("fm", "frozen<map<int, text>>"), ("w", "int")],
+    )
+    new_plan = plan_for(altered)
+    registry = InProcessRegistry()
+    serializer = AvroSerializer(registry, is_key=False)
+    old_record = run(PLAN, row(Operation.INSERT, pk=1, ck=1, v="old")).records[0]
+    new_record = run(new_plan, row(Operation.INSERT, pk=1, ck=2, v="new", w=7)).records[0]
+    old_bytes = serializer.serialize("P.ks.t", old_record.value_schema, old_record.value)
+    new_bytes = serializer.serialize("P.ks.t", new_record.value_schema, new_record.value)
+    assert old_bytes is not None and new_bytes is not None
+    assert old_bytes[1:5] != new_bytes[1:5]
+    assert len(registry.subjects["P.ks.t-value"]) == 2
+    old_schema, new_schema = avro_schema(PLAN.value_schema), avro_schema(new_plan.value_schema)
+    assert _decode(old_bytes[5:], old_schema, new_schema)["after"]["w"] is None
+    assert _decode(new_bytes[5:], new_schema, old_schema)["after"]["v"] == {"value": "new"}

@@ -1,0 +1,143 @@
+"""Settings from properties (names as the Java connector's), serializer choice, plan caching."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.envelope.avro_serializer import AvroSerializer
+from bridge.envelope.connect_schema import adjust_schema_name
+from bridge.envelope.errors import SettingsError
+from bridge.envelope.json_serializer import JsonSerializer
+from bridge.envelope.serializers import build_record_serializer
+from bridge.envelope.settings import ConverterKind, EnvelopeSettings
+from bridge.envelope.translator import Translator
+from bridge.scylla.model import Operation
+from tests.unit.envelope.support import InProcessRegistry, make_table, record, row
+
+
+def test_from_properties_reads_the_connector_property_names() -> None:
+    settings = EnvelopeSettings.from_properties(
+        {
+            "topic.prefix": "orders",
+            "experimental.preimages.enabled": "true",
+            "experimental.postimages.enabled": "TRUE",
+            "tombstones.on.delete": "false",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": "http://registry:8080/apis/ccompat/v7",
+            "dropped.changes.topic": "orders.dropped",
+            "scylla.table.names": "ks.t",  # someone else's key: ignored here
+        }
+    )
+    assert settings == EnvelopeSettings(
+        topic_prefix="orders",
+        experimental_preimages_enabled=True,
+        experimental_postimages_enabled=True,
+        tombstones_on_delete=False,
+        key_converter=ConverterKind.JSON,
+        value_converter=ConverterKind.AVRO,
+        key_converter_schemas_enable=False,
+        value_converter_schemas_enable=True,
+        value_converter_schema_registry_url="http://registry:8080/apis/ccompat/v7",
+        dropped_changes_topic="orders.dropped",
+    )
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        ({}, "topic.prefix: required, missing"),
+        ({"topic.prefix": ""}, "topic.prefix: required, must not be empty"),
+        (
+            {"topic.prefix": "p", "tombstones.on.delete": "yes"},
+            "tombstones.on.delete: expected true or false, got 'yes'",
+        ),
+        ({"topic.prefix": "p", "value.converter": "protobuf"}, "value.converter: unknown converter 'protobuf'"),
+        (
+            {"topic.prefix": "p", "key.converter": "avro"},
+            "key.converter.schema.registry.url: required when key.converter is avro",
+        ),
+    ],
+)
+def test_bad_settings_give_one_line_naming_the_property(properties: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        EnvelopeSettings.from_properties(properties)
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+
+
+def test_serializers_follow_the_converter_settings() -> None:
+    created: list[str] = []
+
+    def registry(url: str) -> InProcessRegistry:
+        created.append(url)
+        return InProcessRegistry()
+
+    settings = EnvelopeSettings(
+        "p",
+        key_converter=ConverterKind.AVRO,
+        value_converter=ConverterKind.AVRO,
+        key_converter_schema_registry_url="http://r",
+        value_converter_schema_registry_url="http://r",
+    )
+    serializer = build_record_serializer(settings, registry)
+    assert isinstance(serializer.key, AvroSerializer) and isinstance(serializer.value, AvroSerializer)
+    assert created == ["http://r"]  # one client per registry
+    json_side = build_record_serializer(EnvelopeSettings("p", value_converter_schemas_enable=False))
+    assert isinstance(json_side.key, JsonSerializer) and json_side.key.schemas_enable
+    assert isinstance(json_side.value, JsonSerializer) and not json_side.value.schemas_enable
+    table = make_table(partition=[("pk", "int")], regular=[("v", "int")])
+    out = Translator(EnvelopeSettings("p")).translate(record(table, row(Operation.ROW_DELETE, pk=1)), table)
+    key, value = json_side.serialize(out.records[1])
+    assert key == (
+        b'{"schema":{"type":"struct","fields":[{"type":"int32","optional":true,"field":"pk"}],'
+        b'"optional":false,"name":"p.ks.t.Key"},"payload":{"pk":1}}'
+    )
+    assert value is None
+
+
+def test_translator_builds_a_plan_once_per_table_schema() -> None:
+    table = make_table(partition=[("pk", "int")], regular=[("v", "int")])
+    same = make_table(partition=[("pk", "int")], regular=[("v", "int")])
+    altered = make_table(partition=[("pk", "int")], regular=[("v", "int"), ("w", "int")])
+    ticks = iter([1_000_000, 2_000_000])
+    translator = Translator(EnvelopeSettings("p"), clock_micros=lambda: next(ticks))
+    first = translator.plan(table)
+    assert translator.plan(table) is first and translator.plan(same) is first
+    assert translator.plan(altered) is not first
+    out = translator.translate(record(table, row(Operation.UPDATE, pk=1, v=2)), table)
+    assert out.records[0].value is not None and out.records[0].value["ts_ms"] == 1000
+    out = translator.translate(record(altered, row(Operation.UPDATE, pk=1, w=2)), altered)
+    assert out.records[0].value is not None and out.records[0].value["after"]["w"] == {"value": 2}
+
+
+def test_schema_names_are_adjusted_like_debezium() -> None:
+    """Characters invalid in Avro names become `_`; the topic keeps the prefix as given."""
+    assert adjust_schema_name("my-prefix.ks.t.Key") == "my_prefix.ks.t.Key"
+    assert adjust_schema_name("1st.ks") == "_st.ks"
+    table = make_table(partition=[("pk", "int")], regular=[("v", "int")])
+    plan = Translator(EnvelopeSettings("my-prefix")).plan(table)
+    assert (plan.topic, plan.key_schema.name) == ("my-prefix.ks.t", "my_prefix.ks.t.Key")
+    assert plan.source.name == "my-prefix"
+
+
+def test_a_record_of_another_table_is_refused() -> None:
+    from bridge.envelope.errors import TranslationError
+
+    table = make_table(partition=[("pk", "int")], regular=[("v", "int")])
+    other = make_table(partition=[("pk", "int")], regular=[("v", "int")], name="other")
+    translator = Translator(EnvelopeSettings("p"))
+    with pytest.raises(TranslationError, match=r"record of ks\.other given to the plan of ks\.t"):
+        translator.translate(record(other, row(Operation.UPDATE, pk=1)), table)
+
+
+def test_unbalanced_range_bounds_are_an_error() -> None:
+    from bridge.envelope.errors import TranslationError
+
+    table = make_table(partition=[("pk", "int")], clustering=[("ck", "int")])
+    translator = Translator(EnvelopeSettings("p"))
+    with pytest.raises(TranslationError, match=r"batch_seq_no 0 .*end bound without a start bound"):
+        translator.translate(record(table, row(Operation.RANGE_DELETE_END_INCLUSIVE, pk=1, ck=1)), table)
+    with pytest.raises(TranslationError, match="start bound without its end bound"):
+        translator.translate(record(table, row(Operation.RANGE_DELETE_START_INCLUSIVE, pk=1, ck=1)), table)
