@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.sim.cases import BASE, BASIC_CASES, RANGE_CASES, K
 from tests.unit.sim.pure import T, World, rows
-
-BASE = (
-    "CREATE TABLE t (pk int, ck int, s int static, v1 int, v2 int, m map<int,int>, PRIMARY KEY (pk, ck))"
-    " WITH cdc = {'enabled': true}"
-)
-K = {"pk": 0, "ck": 0}
 
 
 @pytest.fixture
@@ -33,58 +28,13 @@ def one(world: World, cql: str, timestamp: int = T) -> list[tuple[int, int | Non
     return rows(records[0])
 
 
-@pytest.mark.parametrize(
-    ("cql", "expected"),
-    [
-        ("INSERT INTO t (pk,ck,v1) VALUES (0,0,1)", [(2, None, {**K, "v1": 1})]),
-        ("INSERT INTO t (pk,ck,v1,v2) VALUES (0,0,1,null)", [(2, None, {**K, "v1": 1, "cdc$deleted_v2": True})]),
-        ("INSERT INTO t (pk,ck) VALUES (0,0)", [(2, None, K)]),
-        ("UPDATE t SET v1=5, v2=6 WHERE pk=0 AND ck=0", [(1, None, {**K, "v1": 5, "v2": 6})]),
-        ("UPDATE t SET v2=null WHERE pk=0 AND ck=0", [(1, None, {**K, "cdc$deleted_v2": True})]),
-        ("DELETE v2 FROM t WHERE pk=0 AND ck=0", [(1, None, {**K, "cdc$deleted_v2": True})]),
-        ("DELETE FROM t WHERE pk=0 AND ck=0", [(3, None, K)]),
-        ("DELETE FROM t WHERE pk=0", [(4, None, {"pk": 0})]),
-        ("INSERT INTO t (pk,ck,v1) VALUES (0,0,1) USING TTL 10", [(2, 10, {**K, "v1": 1})]),
-        (
-            "INSERT INTO t (pk,ck,v1,v2) VALUES (0,0,1,null) USING TTL 10",
-            [(2, 10, {**K, "v1": 1}), (1, None, {**K, "cdc$deleted_v2": True})],
-        ),
-        ("UPDATE t USING TTL 5 SET v1=0 WHERE pk=0 AND ck=0", [(1, 5, {**K, "v1": 0})]),
-        (
-            "UPDATE t USING TTL 5 SET v1=0, v2=null WHERE pk=0 AND ck=0",
-            [(1, None, {**K, "cdc$deleted_v2": True}), (1, 5, {**K, "v1": 0})],
-        ),
-        ("UPDATE t USING TTL 5 SET v2=null WHERE pk=0 AND ck=0", [(1, None, {**K, "cdc$deleted_v2": True})]),
-        ("UPDATE t SET s=7 WHERE pk=0", [(1, None, {"pk": 0, "s": 7})]),
-        ("INSERT INTO t (pk,s) VALUES (0,7)", [(1, None, {"pk": 0, "s": 7})]),
-        ("UPDATE t SET s=0, v1=0 WHERE pk=0 AND ck=0", [(1, None, {"pk": 0, "s": 0}), (1, None, {**K, "v1": 0})]),
-        ("INSERT INTO t (pk,ck,s,v1) VALUES (0,0,0,0)", [(1, None, {"pk": 0, "s": 0}), (2, None, {**K, "v1": 0})]),
-        (
-            "DELETE FROM t WHERE pk=0 AND ck IN (1,2)",
-            [(3, None, {"pk": 0, "ck": 1}), (3, None, {"pk": 0, "ck": 2})],
-        ),
-        (
-            "BEGIN UNLOGGED BATCH UPDATE t SET v1=0 WHERE pk=0 AND ck=0; UPDATE t SET v1=0 WHERE pk=0 AND ck=1;"
-            " APPLY BATCH",
-            [(1, None, {**K, "v1": 0}), (1, None, {"pk": 0, "ck": 1, "v1": 0})],
-        ),
-    ],
-)
+@pytest.mark.parametrize(("cql", "expected"), BASIC_CASES)
 def test_basic_operations(world: World, cql: str, expected: list[tuple[int, int | None, dict[str, object]]]) -> None:
     """Each statement of section 3.2 gives one record with exactly these rows, in this order."""
     assert one(world, cql) == expected
 
 
-@pytest.mark.parametrize(
-    ("where", "start", "end"),
-    [
-        ("ck > 0 AND ck < 5", (6, 0), (8, 5)),
-        ("ck >= 0 AND ck <= 5", (5, 0), (7, 5)),
-        ("ck <= 2 AND ck > 0", (6, 0), (7, 2)),
-        ("ck < 3", (5, None), (8, 3)),
-        ("ck > 3", (6, 3), (7, None)),
-    ],
-)
+@pytest.mark.parametrize(("where", "start", "end"), RANGE_CASES)
 def test_range_deletes(world: World, where: str, start: tuple[int, int | None], end: tuple[int, int | None]) -> None:
     """A range delete is exactly a start row then an end row; an unbounded side is inclusive with null ck."""
 
