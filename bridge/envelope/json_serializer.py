@@ -1,7 +1,8 @@
 """Kafka Connect JsonConverter-compatible bytes, with `schemas.enable` true or false.
 
 What Connect writes (JsonConverter + Jackson's default ObjectMapper), reproduced here:
-- compact JSON, struct fields in schema order, UTF-8 text as is (no `\\uXXXX` for non-ASCII);
+- compact JSON, struct fields in schema order, UTF-8 text as is up to U+FFFF; characters beyond
+  it as escaped UTF-16 surrogate pairs (`\\uD83D\\uDE00`, Jackson's default);
 - control characters escaped as `\\b \\t \\n \\f \\r` or `\\u00XX` with upper-case hex;
 - float32/float64 written as Java's `Float.toString` / `Double.toString` (`1.0E10`, `2.71828`),
   NaN and infinities as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`;
@@ -24,11 +25,17 @@ from bridge.envelope.java_text import double_text, float_text
 from bridge.envelope.types import Float32, Float64
 
 _ESCAPE = re.compile(rb"\\(?:u00([0-9a-f]{2})|.)", re.DOTALL)
+_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
 
 
 def _upper_hex_escape(match: re.Match[bytes]) -> bytes:
     digits = match.group(1)
     return match.group(0) if digits is None else b"\\u00" + digits.upper()
+
+
+def _surrogate_pair_escape(match: re.Match[bytes]) -> bytes:
+    code = ord(match.group(0).decode()) - 0x10000
+    return b"\\u%04X\\u%04X" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
 
 
 def _number(text: str) -> orjson.Fragment:
@@ -57,6 +64,8 @@ def payload_bytes(value: Any) -> bytes:
         raise SerializationError(f"cannot write JSON: {error}") from error
     if b"\\u00" in out:  # orjson writes \u001f, Jackson \u001F
         out = _ESCAPE.sub(_upper_hex_escape, out)
+    if not out.isascii():  # Jackson escapes characters beyond U+FFFF as UTF-16 surrogate pairs
+        out = _SUPPLEMENTARY.sub(_surrogate_pair_escape, out)
     return out
 
 

@@ -16,9 +16,12 @@ from bridge.envelope.types import Float32, Float64
 
 def test_strings_escape_like_jackson() -> None:
     """Short escapes for \\b \\t \\n \\f \\r, upper-case \\u00XX for other controls, quotes and
-    backslashes escaped, everything else (DEL, non-ASCII, U+2028, '/') written as UTF-8."""
-    text = 'a"b\\c/\b\t\n\f\r\x00\x1f\x7fé\u2028😀'
-    assert payload_bytes(text) == (b'"a\\"b\\\\c/\\b\\t\\n\\f\\r\\u0000\\u001F\x7f' + "é\u2028😀".encode() + b'"')
+    backslashes escaped, characters beyond U+FFFF as surrogate pair escapes, everything else
+    (DEL, other non-ASCII, U+2028, '/') written as UTF-8."""
+    text = 'a"b\\c/\b\t\n\f\r\x00\x1f\x7fé\u2028😀𝄞'
+    assert payload_bytes(text) == (
+        b'"a\\"b\\\\c/\\b\\t\\n\\f\\r\\u0000\\u001F\x7f' + "é\u2028".encode() + b'\\uD83D\\uDE00\\uD834\\uDD1E"'
+    )
 
 
 def test_escape_fix_does_not_touch_an_escaped_backslash_before_u00() -> None:
