@@ -11,6 +11,7 @@ memory to one page per stream.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass, field
 
@@ -27,6 +28,10 @@ from bridge.scylla.stream_id import StreamId
 from bridge.scylla.windows import GroupEnded, WaitUntil, Window, WindowPlanner
 
 Output = RecordRead | GroupProgress | GroupFinished | GroupRetrying | ReaderFailed
+
+# Window numbers are unique in the process, so an answer to a stopped reader's request can never
+# be taken for one of a reader started later for the same group.
+_WINDOW_NUMBERS = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +88,6 @@ class GroupReader:
         self._resume = position if position.last is not None else None
         self._next_start = position.window_start_us if self._resume else max(position.window_start_us, group.start_us)
         self._state: _WindowState | None = None
-        self._windows = 0
         self._last_window_at: int | None = None
         self._wait_until = 0
 
@@ -197,7 +201,6 @@ class GroupReader:
                 self.finished = True
                 outputs.append(GroupFinished(self.group.id, Position.at(self._next_start)))
             return False
-        self._windows += 1
         self._last_window_at = now_us
         cursors = []
         for stream in self.group.streams:
@@ -208,7 +211,7 @@ class GroupReader:
             if resume is not None and resume.last is not None and resume.last.stream == stream:
                 lower = resume.last.time
             cursors.append(_Cursor(stream, lower, RecordAssembler(self.group.keyspace, self.group.table)))
-        self._state = _WindowState(window, self._windows, cursors, {c.stream: c for c in cursors})
+        self._state = _WindowState(window, next(_WINDOW_NUMBERS), cursors, {c.stream: c for c in cursors})
         outputs.extend(self._deliver(now_us))
         return self._state is not None
 
