@@ -26,7 +26,7 @@ from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
 from bridge.envelope.types import Converter, map_type
 from bridge.scylla.log_schema import deleted_column, deleted_elements_column
-from bridge.scylla.schema import Column, TableSchema
+from bridge.scylla.schema import Column, ColumnKind, TableSchema
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,7 @@ class ValueColumnPlan:
     name: str
     deleted_column: str
     convert: Converter  # full value (log representation) -> cell value
+    static: bool = False
     multi_cell: MultiCellMapping | None = None
     elements_field: str | None = None
     deleted_elements_column: str | None = None
@@ -84,6 +85,7 @@ class TablePlan:
     after_schema: cs.ConnectSchema
     value_schema: cs.ConnectSchema
     key_slots: tuple[KeySlot, ...]  # key struct order: (name, convert)
+    clustering_names: tuple[str, ...]
     row_columns: tuple[ColumnPlan, ...]  # row struct order (companion fields follow their column)
     row_slots: tuple[RowSlot, ...]  # the same, flattened for the row loop
     source: SourceInfo
@@ -109,9 +111,10 @@ def _value_plan(column: Column, prefix: str) -> tuple[ValueColumnPlan, list[cs.C
     if not column.type.is_multi_cell:
         mapping = map_type(column.type, prefix)
         cell = cs.struct(cell_name, [cs.ConnectField("value", mapping.schema)], True)
-        return ValueColumnPlan(column.name, deleted_column(column.name), mapping.convert), [
-            cs.ConnectField(column.name, cell)
-        ]
+        plan = ValueColumnPlan(
+            column.name, deleted_column(column.name), mapping.convert, column.kind is ColumnKind.STATIC
+        )
+        return plan, [cs.ConnectField(column.name, cell)]
     multi = map_multi_cell(column.type, prefix, column.name)
     cell = cs.struct(cell_name, [cs.ConnectField("value", multi.value.schema)], True)
     companion = column.name + ELEMENTS_SUFFIX
@@ -119,6 +122,7 @@ def _value_plan(column: Column, prefix: str) -> tuple[ValueColumnPlan, list[cs.C
         column.name,
         deleted_column(column.name),
         multi.value.convert,
+        column.kind is ColumnKind.STATIC,
         multi,
         companion,
         deleted_elements_column(column.name),
@@ -210,6 +214,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         after_schema=after,
         value_schema=_envelope_schema(prefix, before, after),
         key_slots=key_slots,
+        clustering_names=tuple(c.name for c in table.clustering_key),
         row_columns=tuple(row_columns),
         row_slots=tuple(row_slot(c) for c in row_columns),
         source=SourceInfo(settings.topic_prefix, table.keyspace, table.name),

@@ -87,8 +87,17 @@ def delta_struct(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
         raise _in_column(name, error) from None
 
 
+def _is_static_row(plan: TablePlan, values: Mapping[str, Any]) -> bool:
+    """An image of the static row: a clustered table's row with every clustering column null."""
+    names = plan.clustering_names
+    return bool(names) and all(values.get(name) is None for name in names)
+
+
 def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict[str, Any]:
-    """The row struct of a pre-image (`full=False`) or post-image (`full=True`) row."""
+    """The row struct of a pre-image (`full=False`) or post-image (`full=True`) row. An image
+    covers the columns of its row's kind only (static columns for the static row, regular ones
+    for a clustered row); the others are not part of it and stay null."""
+    static_row = _is_static_row(plan, values)
     row: dict[str, Any] = {}
     get = values.get
     name = ""
@@ -98,14 +107,16 @@ def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict
             if kind == KEY_SLOT:
                 row[name] = None if value is None else convert(value)
                 continue
-            if value is not None:
+            assert isinstance(column_plan, ValueColumnPlan)
+            if column_plan.static != static_row:
+                row[name] = None
+            elif value is not None:
                 row[name] = {"value": convert(value)}
             elif full or get(deleted):
                 row[name] = {"value": None}
             else:
                 row[name] = None
-            if kind == MULTI_CELL_SLOT:
-                assert isinstance(column_plan, ValueColumnPlan) and column_plan.elements_field is not None
+            if column_plan.elements_field is not None:
                 row[column_plan.elements_field] = None
         return row
     except ValueConversionError as error:
