@@ -126,7 +126,11 @@ ALL_TYPES = make_table(
     ],
     udts={"ab": UDT_AB},
 )
-KEY: dict[str, Any] = {"pk": uuid.UUID("11111111-1111-1111-1111-111111111111"), "pk2": "alpha", "ck": datetime.datetime(2024, 6, 10)}
+KEY: dict[str, Any] = {
+    "pk": uuid.UUID("11111111-1111-1111-1111-111111111111"),
+    "pk2": "alpha",
+    "ck": datetime.datetime(2024, 6, 10),
+}
 K1 = timeuuid_for(1_718_022_896_789_123, low=0x8000000000000001)
 EVERYTHING = {
     **KEY,
