@@ -84,6 +84,7 @@ class Emulator:
         self.metadata.ensure_schema()
         self.catalog = Catalog(session, self.metadata)
         self.router = StreamRouter(self.metadata, self.settings, clock, self.rng)
+        self.router.generation_times(refresh=True)  # a cluster always has a generation: make the first
         self.schema = SchemaEditor(session, self.catalog, self.metadata, self.router, self.settings.initial_tablets)
         self.executor = Executor(session)
         self.state_reader = StateReader(self.executor)

@@ -59,7 +59,13 @@ def frozen_value(value: Any, cql_type: CqlType) -> Any:
 
 
 def row_from_read(values: dict[str, Any], columns: Iterable[Column]) -> Row:
-    return {c.name: working_value(canonical(values.get(c.name)), c.type) for c in columns}
+    """A row as read from the base table; non-frozen lists are left out (None) because CQL does
+    not show their keys: the caller fills them in from the shadow table."""
+    return {c.name: None if _is_list(c.type) else working_value(canonical(values.get(c.name)), c.type) for c in columns}
+
+
+def _is_list(cql_type: CqlType) -> bool:
+    return cql_type.kind == "list" and not cql_type.frozen
 
 
 def apply_upsert(row: Row, write: RowWrite, columns: Sequence[Column]) -> None:
