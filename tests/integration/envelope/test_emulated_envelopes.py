@@ -76,7 +76,8 @@ def run_statements(emu: Emulator, session: Any, keyspace: str) -> tuple[TableSch
 
 def translate_all(settings: EnvelopeSettings, table: TableSchema, per_statement: list[list[ChangeRecord]]) -> Any:
     translator, wire = Translator(settings), Wire()
-    events, dropped = [], defaultdict(int)
+    events: list[Any] = []
+    dropped: dict[DropReason, int] = defaultdict(int)
     for records in per_statement:
         statement_events = []
         for change in records:
@@ -92,7 +93,8 @@ def translate_all(settings: EnvelopeSettings, table: TableSchema, per_statement:
     return events, dict(dropped)
 
 
-CELLS_NULL = {"fu": None, "l": None, "l__elements": None, "m": None, "m__elements": None, "s": None, "u": None, "u__elements": None, "v": None}  # fmt: skip
+CELL_NAMES = ("fu", "l", "l__elements", "m", "m__elements", "s", "u", "u__elements", "v")
+CELLS_NULL: dict[str, Any] = dict.fromkeys(CELL_NAMES)
 ROW = {"ck": 1, "pk": 1, **CELLS_NULL}
 STATIC_ROW = {**ROW, "ck": None}
 
@@ -124,7 +126,7 @@ def test_image_envelopes_from_real_log_rows(cassandra_session: Any, keyspace: st
     table, per_statement = run_statements(emu, cassandra_session, keyspace)
     settings = EnvelopeSettings("P", experimental_preimages_enabled=True, experimental_postimages_enabled=True)
     events, _ = translate_all(settings, table, per_statement)
-    regular_null = {"fu": {"value": None}, "l": {"value": None}, "m": {"value": None}, "u": {"value": None}, "v": {"value": None}}  # fmt: skip
+    regular_null = {name: {"value": None} for name in ("fu", "l", "m", "u", "v")}
     post = {**ROW, **regular_null}
     assert events[0] == [
         ({"ck": 1, "pk": 1}, ("c", None, {**post, "m": {"value": [{"key": 1, "value": "x"}]}, "v": {"value": "a"}}))
