@@ -100,7 +100,7 @@ class AvroSerializer:
             return cached
         definition = avro_schema(schema)
         try:
-            schema_id = self.registry.register_schema(topic + self.suffix, _registry_schema(json.dumps(definition)))
+            schema_id = self.registry.register_schema(topic + self.suffix, registry_schema(json.dumps(definition)))
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
         compiled = _Compiled(
@@ -140,7 +140,8 @@ def _registry_module() -> Any:
     return module
 
 
-def _registry_schema(text: str) -> Any:
+def registry_schema(text: str) -> Any:
+    """An Avro schema text wrapped for the registry client."""
     return _registry_module().Schema(text, "AVRO")
 
 

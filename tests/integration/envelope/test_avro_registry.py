@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 from cassandra.util import Date, OrderedMap, SortedSet
-from confluent_kafka.schema_registry import Schema
 
 from bridge.envelope.avro_schema import avro_schema
-from bridge.envelope.avro_serializer import AvroSerializer, registry_client
+from bridge.envelope.avro_serializer import AvroSerializer, registry_client, registry_schema
 from bridge.envelope.records import KafkaRecord
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
@@ -45,10 +44,11 @@ def table(extra: list[tuple[str, str]] | None = None) -> TableSchema:
 
 
 def deserializer_for(url: str) -> Callable[[bytes, str, bool], Any]:
+    client = registry_client(url)  # imports the registry package without authlib's warning
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    deserialize = AvroDeserializer(registry_client(url))
+    deserialize = AvroDeserializer(client)
 
     def decode(data: bytes, topic: str, is_key: bool) -> Any:
         field = MessageField.KEY if is_key else MessageField.VALUE
@@ -146,7 +146,7 @@ def test_an_added_column_registers_a_new_compatible_version(schema_registry_url:
     first = values.schema_id(topic, old_plan.value_schema)
     keys.schema_id(topic, old_plan.key_schema)
     client.set_compatibility(subject_name=f"{topic}-value", level="BACKWARD")  # type: ignore[attr-defined]
-    candidate = Schema(json.dumps(avro_schema(new_plan.value_schema)), "AVRO")
+    candidate = registry_schema(json.dumps(avro_schema(new_plan.value_schema)))
     assert client.test_compatibility(f"{topic}-value", candidate) is True  # type: ignore[attr-defined]
     second = values.schema_id(topic, new_plan.value_schema)
     assert second != first
