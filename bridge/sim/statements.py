@@ -167,6 +167,7 @@ class MutationBuilder:
             if column.is_key:
                 raise InvalidRequestError(f"PRIMARY KEY part {column.name} found in SET part")
         selection = select(table, statement.where, self.resolver)
+        _check_static_only("UPDATE", columns, selection)
         rows = self._rows_for_write(table, selection, columns)
         for pk in selection.partitions:
             mutation = self._partition(table, pk)
@@ -334,6 +335,7 @@ class MutationBuilder:
             if not targets:
                 self._delete_rows(mutation, selection, timestamp)
                 continue
+            _check_static_only("DELETE", [c for _, c in targets], selection)
             if selection.ranges:
                 raise InvalidRequestError("Range deletions are not supported for specific columns")
             regular = [c for _, c in targets if c.kind is not ColumnKind.STATIC]
@@ -383,6 +385,13 @@ class MutationBuilder:
         else:
             raise InvalidRequestError(f"Invalid deletion operation for non-map/non-list column {column.name}")
         m.set_element(row, column.name, key, dead, None)
+
+
+def _check_static_only(kind: str, columns: list[Column], selection: Selection) -> None:
+    if columns and all(c.kind is ColumnKind.STATIC for c in columns) and selection.has_clustering:
+        raise InvalidRequestError(
+            f"Invalid restrictions on clustering columns since the {kind} statement modifies only static columns"
+        )
 
 
 def _key_kind(column: Column) -> str:
