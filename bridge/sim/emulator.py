@@ -30,12 +30,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.scylla import log_schema
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow
-from bridge.scylla.schema import ImageMode
+from bridge.scylla.schema import ImageMode, TableSchema
 from bridge.scylla.stream_id import StreamId
 from bridge.sim import streams as st
 from bridge.sim.catalog import Catalog, SimTable
@@ -90,6 +91,7 @@ class Emulator:
         self.state_reader = StateReader(self.executor)
         self._list_key_bits = coordinator_low_bits()
         self._cluster: Any = None
+        self._names: dict[int, tuple[TableSchema, list[str]]] = {}
 
     @classmethod
     def connect(
@@ -239,17 +241,22 @@ class Emulator:
 
     def write(self, mutations: Sequence[PartitionMutation]) -> list[ChangeRecord]:
         """Apply mutations (one per table and partition): base, list shadow and CDC log writes."""
-        plans: list[tuple[PartitionMutation, SimTable, dict[int, StreamId]]] = []
+        plan = self.plan(mutations)
+        self.executor.run(plan.batches, plan.singles)
+        return plan.records
+
+    def plan(self, mutations: Sequence[PartitionMutation]) -> WritePlan:
+        """Everything `write` would send, without sending it: validates timestamps, chooses streams
+        and reads the state images need (the bulk loader sends plans its own way)."""
+        chosen: list[tuple[PartitionMutation, SimTable, dict[int, StreamId]]] = []
         for mutation in mutations:
             table = self.catalog.table(mutation.table.keyspace, mutation.table.name)
             streams: dict[int, StreamId] = {}
             if table.schema.cdc.enabled:  # choosing streams validates every timestamp first
                 streams = {ts: self.stream_for(table, mutation.key, ts) for ts in sorted(mutation.timestamps())}
-            plans.append((mutation, table, streams))
-        batches: list[list[Write]] = []
-        singles: list[Write] = []
-        records: list[ChangeRecord] = []
-        for mutation, table, streams in plans:
+            chosen.append((mutation, table, streams))
+        plan = WritePlan()
+        for mutation, table, streams in chosen:
             state = self._prior_state(mutation, table)
             list_names = {name for name, _, _ in list_columns(mutation.table)}
             lists_before = {
@@ -258,12 +265,11 @@ class Emulator:
                 for name in row.collections
                 if name in list_names
             }
-            batches.append(base_writes(mutation, lists_before))
-            batches.append(shadow_writes(mutation))
+            plan.batches.append(base_writes(mutation, lists_before))
+            plan.batches.append(shadow_writes(mutation))
             if streams:
-                records += self._log(mutation, state, streams, singles)
-        self.executor.run(batches, singles)
-        return records
+                plan.records += self._log(mutation, state, streams, plan.singles)
+        return plan
 
     def _prior_state(self, mutation: PartitionMutation, table: SimTable) -> PartitionState:
         options = table.schema.cdc
@@ -282,7 +288,7 @@ class Emulator:
         out: list[Write],
     ) -> list[ChangeRecord]:
         schema = mutation.table
-        names = [n for n, _ in log_schema.log_columns(schema).regular if n not in _METADATA]
+        names = self._log_value_names(schema)
         records: list[ChangeRecord] = []
         for pending in compute_records(mutation, state):
             stream, cdc_time = streams[pending.timestamp], timeuuid_for(pending.timestamp)
@@ -294,6 +300,16 @@ class Emulator:
                 rows.append(LogRow(stream, cdc_time, seq, row.operation, row.ttl, last, values))
             records.append(ChangeRecord(schema.keyspace, schema.name, tuple(rows)))
         return records
+
+    def _log_value_names(self, schema: TableSchema) -> list[str]:
+        """Log columns other than the cdc$ metadata, cached per schema object (hot in bulk writes)."""
+        cached = self._names.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = self._names[id(schema)] = (
+                schema,
+                [n for n, _ in log_schema.log_columns(schema).regular if n not in _METADATA],
+            )
+        return cached[1]
 
     # ------------------------------------------------------------ topology
 
@@ -339,6 +355,16 @@ class Emulator:
     def stream_sets(self, keyspace: str, table: str) -> list[st.StreamSet]:
         times = self.router.set_times(keyspace, table, refresh=True)
         return [self.router.stream_set(keyspace, table, t) for t in times]
+
+
+@dataclass(slots=True)
+class WritePlan:
+    """Writes for Cassandra: per-partition batches (base, list shadow) and single log-row writes,
+    plus the records the log writes hold."""
+
+    batches: list[list[Write]] = field(default_factory=list)
+    singles: list[Write] = field(default_factory=list)
+    records: list[ChangeRecord] = field(default_factory=list)
 
 
 _METADATA = {log_schema.OPERATION, log_schema.TTL, log_schema.END_OF_BATCH}

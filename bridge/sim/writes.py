@@ -32,6 +32,7 @@ ListsBefore = Mapping[tuple[tuple[Any, ...] | None, str], Mapping[uuid.UUID, Any
 class Write:
     cql: str
     values: tuple[Any, ...]
+    partition: Any = None  # the Cassandra partition written (log: stream id bytes), for batching
 
 
 def _key_where(table: TableSchema, pk: tuple[Any, ...], ck: tuple[Any, ...] | None) -> tuple[str, tuple[Any, ...]]:
@@ -64,7 +65,8 @@ def base_writes(mutation: PartitionMutation, lists_before: ListsBefore) -> list[
     rows += list(mutation.rows.items())
     for ck, row in rows:
         writes += _row_writes(table, target, mutation.key, ck, row, lists_before)
-    return writes
+    partition = (table.keyspace, table.name, mutation.key)
+    return [Write(w.cql, w.values, partition) for w in writes]
 
 
 def _row_writes(
@@ -277,4 +279,5 @@ def log_write(
         f"UPDATE {qualified(table.keyspace, table.log_table_name)} USING TIMESTAMP ? AND TTL ? SET {assignments}"
         f" WHERE {q(log_schema.STREAM_ID)} = ? AND {q(log_schema.TIME)} = ? AND {q(log_schema.BATCH_SEQ_NO)} = ?",
         (timestamp, table.cdc.ttl, *(v for _, v in items), stream.raw, time, seq),
+        stream.raw,
     )
