@@ -118,6 +118,10 @@ def _special(value: float) -> str | None:
 
 
 def double_text(value: float) -> str:
+    if 1e-3 <= abs(value) < 1e7:
+        # Python's repr is also the shortest round-trip decimal, and in this range both write it
+        # in plain notation with at least one fractional digit: the texts are the same.
+        return repr(value)
     special = _special(value)
     return _double_text(value) if special is None else special
 

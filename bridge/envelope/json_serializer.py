@@ -74,14 +74,18 @@ class JsonSerializer:
 
     def __init__(self, schemas_enable: bool = True) -> None:
         self.schemas_enable = schemas_enable
-        # Rendered schemas by schema identity; the schema is kept so its id stays unique.
-        self._schemas: dict[int, tuple[ConnectSchema, bytes]] = {}
+        # `{"schema":<rendered>,"payload":` by schema identity; the schema is kept so its id
+        # stays unique.
+        self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
 
     def schema_bytes(self, schema: ConnectSchema) -> bytes:
-        cached = self._schemas.get(id(schema))
+        return orjson.dumps(json_schema(schema))
+
+    def _prefix(self, schema: ConnectSchema) -> bytes:
+        cached = self._prefixes.get(id(schema))
         if cached is None or cached[0] is not schema:
-            cached = (schema, orjson.dumps(json_schema(schema)))
-            self._schemas[id(schema)] = cached
+            cached = (schema, b'{"schema":' + self.schema_bytes(schema) + b',"payload":')
+            self._prefixes[id(schema)] = cached
         return cached[1]
 
     def serialize(self, topic: str, schema: ConnectSchema | None, value: Any) -> bytes | None:
@@ -91,5 +95,5 @@ class JsonSerializer:
         payload = payload_bytes(value)
         if not self.schemas_enable:
             return payload
-        rendered = b"null" if schema is None else self.schema_bytes(schema)
-        return b'{"schema":' + rendered + b',"payload":' + payload + b"}"
+        prefix = b'{"schema":null,"payload":' if schema is None else self._prefix(schema)
+        return b"".join((prefix, payload, b"}"))

@@ -63,17 +63,19 @@ def _multi_cell_delta(plan: ValueColumnPlan, values: Mapping[str, Any], row: dic
         }
 
 
-def delta_struct(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The row struct of a delta row (`after` of inserts/updates, `before` of plain deletes)."""
+def delta_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]) -> dict[str, Any]:
+    """The row struct of a delta row (`after` of inserts/updates, `before` of plain deletes);
+    `key` is the row's converted key struct, whose values the key columns reuse."""
     row: dict[str, Any] = {}
     get = values.get
     name = ""
     try:
         for kind, name, convert, deleted, column_plan in plan.row_slots:
-            value = get(name)
             if kind == KEY_SLOT:
-                row[name] = None if value is None else convert(value)
-            elif kind == MULTI_CELL_SLOT:
+                row[name] = key[name]
+                continue
+            value = get(name)
+            if kind == MULTI_CELL_SLOT:
                 assert isinstance(column_plan, ValueColumnPlan)
                 _multi_cell_delta(column_plan, values, row)
             elif value is not None:
@@ -93,7 +95,7 @@ def _is_static_row(plan: TablePlan, values: Mapping[str, Any]) -> bool:
     return bool(names) and all(values.get(name) is None for name in names)
 
 
-def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict[str, Any]:
+def image_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any], full: bool) -> dict[str, Any]:
     """The row struct of a pre-image (`full=False`) or post-image (`full=True`) row. An image
     covers the columns of its row's kind only (static columns for the static row, regular ones
     for a clustered row); the others are not part of it and stay null."""
@@ -103,10 +105,10 @@ def image_struct(plan: TablePlan, values: Mapping[str, Any], full: bool) -> dict
     name = ""
     try:
         for kind, name, convert, deleted, column_plan in plan.row_slots:
-            value = get(name)
             if kind == KEY_SLOT:
-                row[name] = None if value is None else convert(value)
+                row[name] = key[name]  # an image has the key of its delta row
                 continue
+            value = get(name)
             assert isinstance(column_plan, ValueColumnPlan)
             if column_plan.static != static_row:
                 row[name] = None

@@ -23,6 +23,7 @@ gives a record on that topic (`P.DroppedChange`: kind, clustering bounds and inc
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,17 @@ from bridge.envelope.errors import TranslationError, ValueConversionError
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
 from bridge.envelope.rows import delta_struct, image_struct, key_struct, row_identity
+from bridge.scylla.cdc_time import UUID_EPOCH_OFFSET
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
+
+
+def write_micros(time: uuid.UUID) -> int:
+    """The write time (µs) of a `cdc$time`; `cdc_time.micros_of` without the UUID properties,
+    which cost a microsecond per record."""
+    value = time.int
+    ticks = ((value >> 64) & 0x0FFF) << 48 | ((value >> 80) & 0xFFFF) << 32 | (value >> 96)
+    return (ticks - UUID_EPOCH_OFFSET) // 10
+
 
 _OP_CODES = {Operation.INSERT: "c", Operation.UPDATE: "u"}
 _ROW_DELETES = frozenset({Operation.ROW_DELETE, Operation.SERVICE_ROW_DELETE})
@@ -75,7 +86,7 @@ class _RecordTranslator:
         self.plan = plan
         self.record = record
         self.now_micros = now_micros
-        self.source = plan.source.block(record.micros)
+        self.source = plan.source.block(write_micros(record.time))
         self.out: list[KafkaRecord] = []
         self.dropped: Counter[DropReason] = Counter()
         self.range_start: LogRow | None = None
@@ -135,26 +146,25 @@ class _RecordTranslator:
 
     def _upsert(self, position: int, row: LogRow, code: str) -> None:
         plan = self.plan
+        key = key_struct(plan.key_slots, row.values)
         pre = self._image_for(position, row, post=False)
         post = self._image_for(position, row, post=True)
-        before = None if pre is None else image_struct(plan, pre.values, full=False)
-        after = delta_struct(plan, row.values) if post is None else image_struct(plan, post.values, full=True)
-        self._emit(row.values, before, after, code)
+        before = None if pre is None else image_struct(plan, pre.values, key, full=False)
+        after = delta_struct(plan, row.values, key) if post is None else image_struct(plan, post.values, key, full=True)
+        self._emit(key, before, after, code)
 
     def _delete(self, position: int, row: LogRow) -> None:
         plan = self.plan
+        key = key_struct(plan.key_slots, row.values)
         pre = self._image_for(position, row, post=False)
-        before = delta_struct(plan, row.values) if pre is None else image_struct(plan, pre.values, full=False)
-        key = self._emit(row.values, before, None, "d")
+        before = delta_struct(plan, row.values, key) if pre is None else image_struct(plan, pre.values, key, full=False)
+        self._emit(key, before, None, "d")
         if plan.tombstones_on_delete:
             self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, None, None))
 
-    def _emit(
-        self, values: Mapping[str, Any], before: dict[str, Any] | None, after: dict[str, Any] | None, op: str
-    ) -> dict[str, Any]:
+    def _emit(self, key: dict[str, Any], before: dict[str, Any] | None, after: dict[str, Any] | None, op: str) -> None:
         plan = self.plan
         now = self.now_micros
-        key = key_struct(plan.key_slots, values)
         envelope = {
             "source": self.source,
             "before": before,
@@ -166,7 +176,6 @@ class _RecordTranslator:
             "ts_ns": now * 1000,
         }
         self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema))
-        return key
 
     def _drop(self, row: LogRow, reason: DropReason, kind: str, start: LogRow | None, end: LogRow | None) -> None:
         self.dropped[reason] += 1
@@ -210,11 +219,11 @@ def _single_upsert(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Tr
     row = record.rows[0]
     try:
         key = key_struct(plan.key_slots, row.values)
-        after = delta_struct(plan, row.values)
+        after = delta_struct(plan, row.values, key)
     except ValueConversionError as error:
         raise _RecordTranslator(plan, record, now_micros)._error(row, str(error)) from None
     envelope = {
-        "source": plan.source.block(record.micros),
+        "source": plan.source.block(write_micros(row.time)),
         "before": None,
         "after": after,
         "op": _OP_CODES[row.operation],

@@ -117,6 +117,13 @@ def _without_logical_types(avro: Any) -> Any:
     return avro
 
 
+def fastavro_bytes(value: Any, schema: ConnectSchema) -> bytes:
+    """The reference encoding: fastavro's writer on the schema's Avro form."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(avro_schema(schema)), value)
+    return out.getvalue()
+
+
 def avro_decode(body: bytes, schema: ConnectSchema) -> Any:
     """Decode an Avro body (no framing) with the schema's Avro form, logical types left as ints."""
     parsed = fastavro.parse_schema(_without_logical_types(avro_schema(schema)))
@@ -143,6 +150,7 @@ class Wire:
         assert schema is not None and off is not None and on is not None and avro is not None
         assert on == b'{"schema":' + orjson.dumps(json_schema(schema)) + b',"payload":' + off + b"}"
         assert avro[0] == 0
+        assert avro[5:] == fastavro_bytes(value, schema)  # the compiled encoder writes what fastavro writes
         assert avro_decode(avro[5:], schema) == value
         return json.loads(off)
 
