@@ -1,5 +1,9 @@
-"""Cassandra killed (SIGKILL, by its pid from the stack's pid file) and started again while the
-source reads: the reader backs off, recovers and hands on every record exactly once."""
+"""Cassandra killed (SIGKILL, by the pid in its pid file) and started again while the source
+reads: the reader backs off, recovers and hands on every record exactly once.
+
+The Cassandra killed here is a private one (own state folder, ports shifted), started for this
+test only: killing the shared stack's Cassandra in the middle of another test's schema change can
+leave its schema tables unreadable at the next start."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,24 +21,39 @@ from bridge.scylla.model import ChangeRecord
 from bridge.scylla.reader import SourceReader
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
+from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.manager import StackManager
 from tests.integration.scylla.harness import Collected, run_reader, settings_for
 
+PORT_OFFSET = 21000
+
 
 @pytest.fixture
-def restartable_cassandra(cassandra_session: Any) -> Iterator[tuple[StackManager, int]]:
-    """The stack's Cassandra pid; whatever happens in the test, Cassandra is up again after it,
-    and the shared test session has reconnected (its driver backs off between attempts)."""
-    manager = StackManager.default()
-    pid = manager.pid_of(manager.service("cassandra"))
-    assert pid is not None, "the stack's Cassandra is not running"
+def private_cassandra(tmp_path: Path) -> Iterator[StackManager]:
+    """A Cassandra of this test's own, stopped (by its pid file) afterwards."""
+    layout = StackLayout(deploy_dir=StackLayout.default().deploy_dir, state_dir=tmp_path / "stack")
+    manager = StackManager(layout, Endpoints().shifted(PORT_OFFSET), say=lambda _: None)
     try:
-        yield manager, pid
-    finally:
         manager.up(quiet=True, only=["cassandra"])
-        for host in cassandra_session.cluster.metadata.all_hosts():
-            cassandra_session.cluster.on_up(host)
-        wait_for_cql(cassandra_session)
+        yield manager
+    finally:
+        manager.down(only=["cassandra"])
+
+
+@pytest.fixture
+def session(private_cassandra: StackManager) -> Iterator[Any]:
+    """A session that retries connections every half second, so recovery time reflects the
+    reader, not the driver's reconnection backoff (which grows to minutes by default)."""
+    from cassandra.cluster import Cluster
+    from cassandra.policies import ConstantReconnectionPolicy
+
+    endpoints = private_cassandra.endpoints
+    cluster = Cluster([endpoints.cassandra_host], port=endpoints.cassandra_port, protocol_version=5,
+                      reconnection_policy=ConstantReconnectionPolicy(0.5, None))
+    try:
+        yield cluster.connect()
+    finally:
+        cluster.shutdown()
 
 
 def wait_for_cql(session: Any, timeout_s: float = 120) -> None:
@@ -48,21 +68,6 @@ def wait_for_cql(session: Any, timeout_s: float = 120) -> None:
             time.sleep(0.5)
 
 
-@pytest.fixture
-def own_session(stack: Any) -> Iterator[Any]:
-    """A session of its own that retries connections every half second (the reader's and the
-    writer's), so recovery time reflects the reader, not the driver's reconnection backoff."""
-    from cassandra.cluster import Cluster
-    from cassandra.policies import ConstantReconnectionPolicy
-
-    cluster = Cluster([stack.cassandra_host], port=stack.cassandra_port, protocol_version=5,
-                      reconnection_policy=ConstantReconnectionPolicy(0.5, None))
-    try:
-        yield cluster.connect()
-    finally:
-        cluster.shutdown()
-
-
 def write(emu: Emulator, keyspace: str, start: int, count: int) -> list[ChangeRecord]:
     written: list[ChangeRecord] = []
     for i in range(start, start + count):
@@ -73,23 +78,27 @@ def write(emu: Emulator, keyspace: str, start: int, count: int) -> list[ChangeRe
 
 @pytest.mark.slow
 def test_reader_recovers_from_a_cassandra_restart_without_loss_or_duplicate(
-    own_session: Any, keyspace: str, restartable_cassandra: tuple[StackManager, int]
+    private_cassandra: StackManager, session: Any
 ) -> None:
-    manager, pid = restartable_cassandra
-    emu = Emulator(own_session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
+    keyspace = "restart_test"
+    session.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    emu = Emulator(session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
     emu.execute(f"CREATE TABLE {keyspace}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}")
-    reader = SourceReader(own_session, settings_for(keyspace, request_timeout_ms=3000, backoff_max_ms=3000))
+    reader = SourceReader(session, settings_for(keyspace, request_timeout_ms=3000, backoff_max_ms=3000))
     collected = Collected()
     try:
         reader.watch_table(keyspace, "t")
         written = write(emu, keyspace, 0, 150)
         # read part of it, then kill Cassandra while the rest is still inside the confidence window
         run_reader(reader, lambda c: len(c.records()) > 20, timeout_s=30, collected=collected)
+        pid = private_cassandra.pid_of(private_cassandra.service("cassandra"))
+        assert pid is not None
         os.kill(pid, signal.SIGKILL)
         run_reader(reader, lambda c: bool(c.of(GroupRetrying)), timeout_s=60, collected=collected)
         time.sleep(2)
-        manager.up(quiet=True, only=["cassandra"])
-        wait_for_cql(own_session)
+        private_cassandra.up(quiet=True, only=["cassandra"])
+        wait_for_cql(session)
         written += write(emu, keyspace, 150, 100)
         until = max(r.micros for r in written) + 1
         run_reader(
