@@ -128,6 +128,7 @@ def _element_writes(
     kind, name = column.type.kind, q(column.name)
     existing = sorted_values(list_before, _TIMEUUID)
     grouped: dict[tuple[int, int], dict[Any, Any]] = defaultdict(dict)
+    list_deletes: list[tuple[int, int]] = []
     for key, cell in elements.items():
         if cell.live:
             grouped[(cell.timestamp, _ttl(cell))][key] = cell.value
@@ -138,7 +139,10 @@ def _element_writes(
         elif kind == "set":
             sets[(cell.timestamp, 0)].append((f"{name} = {name} - ?", frozenset([key])))
         elif key in list_before:
-            deletes[cell.timestamp].append((f"{name}[?]", existing.index(key)))
+            list_deletes.append((cell.timestamp, existing.index(key)))
+    # Cassandra applies the positions of one DELETE one after the other: highest position first.
+    for timestamp, index in sorted(list_deletes, key=lambda item: -item[1]):
+        deletes[timestamp].append((f"{name}[?]", index))
     for group, items in grouped.items():
         if kind == "map":
             sets[group].append((f"{name} = {name} + ?", FrozenDict(items)))

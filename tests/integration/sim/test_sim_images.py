@@ -183,3 +183,19 @@ def test_static_row_images_and_lists(emu: Emulator) -> None:
             ]
         ],
     )
+
+
+def test_partition_delete_preimage_and_keys_only_postimage(emu: Emulator) -> None:
+    """A table without ck: its partition delete shows the row as pre-image (fix #26382); a keys-only
+    INSERT of a new row gets a post-image (fix #7716)."""
+    emu.execute(
+        "CREATE TABLE single (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'preimage': true,"
+        " 'postimage': true}"
+    )
+    check_records(
+        emu, emu.execute("INSERT INTO single (pk) VALUES (1)"), [[(2, None, {"pk": 1}), (9, None, {"pk": 1})]]
+    )
+    emu.execute("UPDATE single SET v = 5 WHERE pk = 1")
+    check_records(
+        emu, emu.execute("DELETE FROM single WHERE pk = 1"), [[(0, None, {"pk": 1, "v": 5}), (4, None, {"pk": 1})]]
+    )

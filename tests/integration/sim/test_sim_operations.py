@@ -209,3 +209,69 @@ def test_record_shape_and_keys(emu: Emulator) -> None:
             ]
         ],
     )
+
+
+def test_more_collection_examples(emu: Emulator) -> None:
+    """The rest of section 3.3 on Cassandra: list removal by value and by key, list overwrite,
+    one row per TTL on one map, and a tombstone at T-1 merged with additions at T."""
+    k = {"pk": 6, "ck": 0}
+    (first,) = emu.execute("UPDATE c SET l = l + [1, 2, 1] WHERE pk=6 AND ck=0")
+    keys = sorted(first.rows[0].values["l"], key=lambda key: key.time)
+    check_records(
+        emu,
+        emu.execute("UPDATE c SET l = l - [1] WHERE pk=6 AND ck=0"),
+        [[(1, None, {**k, "cdc$deleted_elements_l": {keys[0], keys[2]}})]],
+    )
+    check_records(
+        emu,
+        emu.execute(f"UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX({keys[1]})] = 5 WHERE pk=6 AND ck=0"),
+        [[(1, None, {**k, "l": {keys[1]: 5}})]],
+    )
+    (overwrite,) = emu.execute("UPDATE c SET l = [7, 8] WHERE pk=6 AND ck=0")
+    new_keys = overwrite.rows[0].values["l"]
+    assert list(new_keys.values()) == [7, 8]
+    check_records(emu, [overwrite], [[(1, None, {**k, "l": new_keys, "cdc$deleted_l": True})]])
+    check_records(
+        emu,
+        emu.execute(
+            "BEGIN UNLOGGED BATCH UPDATE c USING TTL 9 SET m[1] = 'a' WHERE pk=6 AND ck=0;"
+            " UPDATE c USING TTL 3 SET m[2] = 'b' WHERE pk=6 AND ck=0; APPLY BATCH"
+        ),
+        [[(1, 3, {**k, "m": {2: "b"}}), (1, 9, {**k, "m": {1: "a"}})]],
+    )
+    t = now_us()
+    check_records(
+        emu,
+        emu.execute(
+            f"BEGIN UNLOGGED BATCH DELETE m FROM c USING TIMESTAMP {t - 1} WHERE pk=6 AND ck=0;"
+            f" UPDATE c USING TIMESTAMP {t} SET m = m + {{5: 'e'}} WHERE pk=6 AND ck=0; APPLY BATCH"
+        ),
+        [[(1, None, {**k, "m": {5: "e"}, "cdc$deleted_m": True})]],
+    )
+    row = emu.session.execute(f"SELECT l, m FROM {emu.keyspace}.c WHERE pk=6 AND ck=0").one()
+    assert row.l == [7, 8] and dict(row.m) == {5: "e"}
+
+
+def test_ordering_rules_of_one_record(emu: Emulator) -> None:
+    """Update + row delete of one row at one timestamp: op 1 then op 3; one TTL and one kind of
+    change (inserts and updates of several rows): clustering order ("no split" path)."""
+    check_records(
+        emu,
+        emu.execute(
+            "BEGIN UNLOGGED BATCH UPDATE t SET v1=1 WHERE pk=8 AND ck=0; DELETE FROM t WHERE pk=8 AND ck=0; APPLY BATCH"
+        ),
+        [[(1, None, {"pk": 8, "ck": 0, "v1": 1}), (3, None, {"pk": 8, "ck": 0})]],
+    )
+    check_records(
+        emu,
+        emu.execute(
+            "BEGIN UNLOGGED BATCH INSERT INTO t (pk,ck,v1) VALUES (8,2,1); UPDATE t SET v1=0 WHERE pk=8 AND"
+            " ck=1; APPLY BATCH"
+        ),
+        [[(1, None, {"pk": 8, "ck": 1, "v1": 0}), (2, None, {"pk": 8, "ck": 2, "v1": 1})]],
+    )
+    check_records(
+        emu,
+        emu.execute("DELETE FROM m3 WHERE pk=8 AND (ck1, ck2) > (1, 2) AND (ck1) <= (4)"),
+        [[(6, None, {"pk": 8, "ck1": 1, "ck2": 2}), (7, None, {"pk": 8, "ck1": 4})]],
+    )

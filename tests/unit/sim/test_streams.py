@@ -143,3 +143,18 @@ def test_writes_from_the_past_are_refused_on_vnodes() -> None:
         check_vnode_timestamp(NOW - 6_000_000, NOW, superseded)
     with pytest.raises(ServerError, match="could not find any CDC stream for timestamp"):
         check_vnode_timestamp(NOW - 1_000_000, NOW, [NOW])
+
+
+@given(
+    token=s.integers(st.MIN_TOKEN, st.MAX_TOKEN),
+    random_bits=s.integers(0, (1 << 38) - 1),
+    index=s.integers(0, (1 << 22) - 1),
+)
+def test_stream_id_round_trip(token: int, random_bits: int, index: int) -> None:
+    """Encoding then decoding a stream id gives back token, random bits, index and version 1; the
+    token is the first 8 bytes, big-endian signed."""
+    stream = StreamId.build(token, random_bits, index)
+    decoded = StreamId.from_hex(stream.hex())
+    assert (decoded.token, decoded.random_bits, decoded.index, decoded.version) == (token, random_bits, index, 1)
+    assert int.from_bytes(stream.raw[:8], "big", signed=True) == token
+    assert stream.raw[15] & 0xF == 1
