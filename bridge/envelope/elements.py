@@ -21,7 +21,7 @@ A delta row shows a multi-cell column `X` through three log columns (cdc-log-for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,3 +144,29 @@ def map_multi_cell(cql: CqlType, prefix: str, column: str) -> MultiCellMapping:
     if cql.kind == "udt":
         return _udt_mapping(cql, prefix, elements_name)
     raise ValueConversionError(f"{cql.cql()} is not a non-frozen collection or UDT")
+
+
+def delta_cells(
+    multi: MultiCellMapping,
+    convert: Converter,
+    columns: tuple[str, str, str],
+    values: Mapping[str, Any],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(cell, element change) of a multi-cell column in a delta row; `columns` are the names of
+    the column, its `cdc$deleted_` and its `cdc$deleted_elements_` log columns."""
+    name, deleted, deleted_elements = columns
+    value = values.get(name)
+    removed = values.get(deleted_elements)
+    if values.get(deleted):
+        # Overwrite: the collection was cleared; what the write put in is the whole new value.
+        if value is not None and removed:
+            value = multi.without(value, removed)
+        if isinstance(value, Sized) and len(value) == 0:
+            value = None  # an empty non-frozen collection is null in Scylla
+        return {"value": None if value is None else convert(value)}, None
+    if value is None and removed is None:
+        return None, None
+    return None, {
+        "added": None if value is None else multi.added(value),
+        "removed": None if removed is None else multi.removed(removed),
+    }

@@ -17,11 +17,14 @@ schemas, as in the connector.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.envelope import connect_schema as cs
-from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, map_multi_cell
+from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, delta_cells, map_multi_cell
 from bridge.envelope.errors import PlanError, ValueConversionError
+from bridge.envelope.row_code import ColumnCode, RowBuilder, compile_builder
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
 from bridge.envelope.types import Converter, map_type
@@ -46,6 +49,12 @@ class ValueColumnPlan:
     multi_cell: MultiCellMapping | None = None
     elements_field: str | None = None
     deleted_elements_column: str | None = None
+
+    def delta_cells(self, values: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(cell, element change) of this multi-cell column in a delta row."""
+        assert self.multi_cell is not None and self.deleted_elements_column is not None
+        columns = (self.name, self.deleted_column, self.deleted_elements_column)
+        return delta_cells(self.multi_cell, self.convert, columns, values)
 
 
 ColumnPlan = KeyColumnPlan | ValueColumnPlan
@@ -88,6 +97,7 @@ class TablePlan:
     clustering_names: tuple[str, ...]
     row_columns: tuple[ColumnPlan, ...]  # row struct order (companion fields follow their column)
     row_slots: tuple[RowSlot, ...]  # the same, flattened for the row loop
+    delta_builder: RowBuilder  # delta row -> row struct, generated from the above
     source: SourceInfo
     has_clustering: bool
     tombstones_on_delete: bool
@@ -176,6 +186,14 @@ def _dropped_plan(topic: str, prefix: str, table: TableSchema) -> DroppedChangeP
     return DroppedChangePlan(topic, value, tuple((p.name, p.convert) for p, _ in clustering))
 
 
+def _column_code(column: ColumnPlan) -> ColumnCode:
+    if isinstance(column, KeyColumnPlan):
+        return ("key", column.name)
+    if column.multi_cell is None:
+        return ("atomic", column.name, column.deleted_column, column.convert)
+    return ("multi", column.name, column.elements_field, column.delta_cells)
+
+
 def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
     """Everything needed to translate the change records of `table`; raises PlanError."""
     _check_names(table)
@@ -217,6 +235,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         clustering_names=tuple(c.name for c in table.clustering_key),
         row_columns=tuple(row_columns),
         row_slots=tuple(row_slot(c) for c in row_columns),
+        delta_builder=compile_builder(table.qualified_name, [_column_code(c) for c in row_columns]),
         source=SourceInfo(settings.topic_prefix, table.keyspace, table.name),
         has_clustering=bool(table.clustering_key),
         tombstones_on_delete=settings.tombstones_on_delete,

@@ -14,7 +14,7 @@ Key columns are plain values. Any value that does not fit its column raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sized
+from collections.abc import Mapping
 from typing import Any
 
 from bridge.envelope.errors import ValueConversionError
@@ -39,33 +39,18 @@ def key_struct(key_slots: tuple[KeySlot, ...], values: Mapping[str, Any]) -> dic
         raise _in_column(name, error) from None
 
 
-def _multi_cell_delta(plan: ValueColumnPlan, values: Mapping[str, Any], row: dict[str, Any]) -> None:
-    multi = plan.multi_cell
-    assert multi is not None and plan.elements_field is not None and plan.deleted_elements_column is not None
-    value = values.get(plan.name)
-    removed = values.get(plan.deleted_elements_column)
-    if values.get(plan.deleted_column):
-        # Overwrite: the collection was cleared; what the write put in is the whole new value.
-        if value is not None and removed:
-            value = multi.without(value, removed)
-        if isinstance(value, Sized) and len(value) == 0:
-            value = None  # an empty non-frozen collection is null in Scylla
-        row[plan.name] = {"value": None if value is None else plan.convert(value)}
-        row[plan.elements_field] = None
-    elif value is None and removed is None:
-        row[plan.name] = None
-        row[plan.elements_field] = None
-    else:
-        row[plan.name] = None
-        row[plan.elements_field] = {
-            "added": None if value is None else multi.added(value),
-            "removed": None if removed is None else multi.removed(removed),
-        }
-
-
 def delta_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]) -> dict[str, Any]:
     """The row struct of a delta row (`after` of inserts/updates, `before` of plain deletes);
-    `key` is the row's converted key struct, whose values the key columns reuse."""
+    `key` is the row's converted key struct, whose values the key columns reuse. Runs the
+    plan's generated builder; on a value that does not fit, the column-by-column loop below
+    finds and names the column."""
+    try:
+        return plan.delta_builder(values, key)
+    except ValueConversionError:
+        return _delta_struct_by_column(plan, values, key)
+
+
+def _delta_struct_by_column(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     get = values.get
     name = ""
@@ -76,8 +61,8 @@ def delta_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]
                 continue
             value = get(name)
             if kind == MULTI_CELL_SLOT:
-                assert isinstance(column_plan, ValueColumnPlan)
-                _multi_cell_delta(column_plan, values, row)
+                assert isinstance(column_plan, ValueColumnPlan) and column_plan.elements_field is not None
+                row[name], row[column_plan.elements_field] = column_plan.delta_cells(values)
             elif value is not None:
                 row[name] = {"value": convert(value)}
             elif get(deleted):

@@ -8,7 +8,7 @@ non-null value, as the cassandra-driver returns it, into the Connect value the s
 | ascii, text, varchar        | string                         | str                            |
 | tinyint/smallint/int/bigint | int8/int16/int32/int64         | int (range checked)            |
 | counter                     | int64                          | int                            |
-| float / double              | float / double                 | `Float32` / `Float64` (floats) |
+| float / double              | float / double                 | `Float32` / float or `Float64` |
 | boolean                     | boolean                        | bool                           |
 | blob                        | bytes                          | bytes                          |
 | decimal, varint             | string                         | BigDecimal/BigInteger text     |
@@ -25,6 +25,11 @@ non-null value, as the cassandra-driver returns it, into the Connect value the s
 
 `<p>` is the table's schema-name prefix `<topic.prefix>.<ks>.<table>.`. A value of the wrong
 Python type or out of range raises `ValueConversionError`; nothing is coerced silently.
+
+Floats carry their Java width for the JSON writer: float32 values are always `Float32`
+(`Float.toString` has fewer digits than Python's repr); float64 values are plain floats where
+Java's `Double.toString`, Python's repr and orjson write the same text (1e-3 <= |x| < 1e7) and
+`Float64` elsewhere (`1.0E10`, `1.5E-5`, `NaN`, ...).
 """
 
 from __future__ import annotations
@@ -102,9 +107,15 @@ def _float32(value: Any) -> Float32:
     return Float32(to_float32(value))
 
 
-def _float64(value: Any) -> Float64:
-    if not isinstance(value, float | int) or isinstance(value, bool):
-        raise _fail(value, "float")
+def _float64(value: Any) -> float:
+    if value.__class__ is not float:
+        if not isinstance(value, float | int) or isinstance(value, bool):
+            raise _fail(value, "float")
+        value = float(value)
+    if 1e-3 <= abs(value) < 1e7:
+        # Here Java's Double.toString, Python's repr and orjson all write the same shortest
+        # plain decimal, so the value can stay a plain float for orjson's fast path.
+        return value  # type: ignore[no-any-return]
     return Float64(value)
 
 

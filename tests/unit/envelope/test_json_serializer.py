@@ -112,3 +112,28 @@ def test_unknown_python_values_are_refused() -> None:
 
     with pytest.raises(SerializationError, match="complex"):
         payload_bytes({"x": 1j})
+
+
+def test_plain_doubles_in_the_shared_range_are_written_as_java_writes_them() -> None:
+    """float64 values between 1e-3 and 1e7 stay plain floats (orjson's fast path): there orjson,
+    Python's repr and Java's Double.toString give the same text; elsewhere they become Float64."""
+    import random
+    import struct
+
+    from bridge.envelope.java_text import double_text
+    from bridge.envelope.types import map_type
+    from bridge.scylla.schema import scalar
+
+    convert = map_type(scalar("double"), "P.").convert
+    rnd = random.Random(7)
+    for _ in range(20000):
+        value = struct.unpack("<d", struct.pack("<Q", rnd.getrandbits(64)))[0]
+        if math.isnan(value):
+            continue
+        converted = convert(value)
+        assert (converted.__class__ is float) == (1e-3 <= abs(value) < 1e7)
+        text = double_text(value)
+        expected = text if text[-1].isdigit() else f'"{text}"'  # infinities are quoted, as NaN
+        assert payload_bytes(converted) == expected.encode()
+        in_range = rnd.uniform(1e-3, 1e7) * rnd.choice((1, -1))
+        assert payload_bytes(convert(in_range)) == double_text(in_range).encode()
