@@ -1,0 +1,44 @@
+"""Change records -> Debezium envelopes in the Java connector's legacy cell format -> bytes.
+
+    translator = Translator(EnvelopeSettings.from_properties(properties))
+    serializer = build_record_serializer(translator.settings)
+    translation = translator.translate(change_record, table_schema)  # pure; plans cached per schema
+    for record in translation.records:                               # envelopes, tombstones, side records
+        key, value = serializer.serialize(record)                    # JSON (JsonConverter) or Avro bytes
+    translation.dropped                                              # {DropReason: count} for the metrics
+
+The format is described in docs/envelope.md.
+"""
+
+from bridge.envelope.errors import (
+    EnvelopeError,
+    PlanError,
+    SerializationError,
+    SettingsError,
+    TranslationError,
+)
+from bridge.envelope.plan import TablePlan, build_plan
+from bridge.envelope.records import DropReason, KafkaRecord, Translation
+from bridge.envelope.serializers import RecordSerializer, build_record_serializer
+from bridge.envelope.settings import ConverterKind, EnvelopeSettings
+from bridge.envelope.translate import translate
+from bridge.envelope.translator import Translator
+
+__all__ = [
+    "ConverterKind",
+    "DropReason",
+    "EnvelopeError",
+    "EnvelopeSettings",
+    "KafkaRecord",
+    "PlanError",
+    "RecordSerializer",
+    "SerializationError",
+    "SettingsError",
+    "TablePlan",
+    "Translation",
+    "TranslationError",
+    "Translator",
+    "build_plan",
+    "build_record_serializer",
+    "translate",
+]
