@@ -95,8 +95,9 @@ def registry_schema(text: str) -> Any:
     return _registry_module().Schema(text, "AVRO")
 
 
-def registry_client(url: str) -> SchemaRegistry:
+def registry_client(url: str, **config: Any) -> SchemaRegistry:
     """A confluent-kafka registry client for a Confluent-compatible API (Apicurio's
-    `/apis/ccompat/v7` works)."""
-    client: SchemaRegistry = _registry_module().SchemaRegistryClient({"url": url})
+    `/apis/ccompat/v7` works); `config` takes the client's other settings (for example
+    `basic.auth.user.info`, `max.retries`)."""
+    client: SchemaRegistry = _registry_module().SchemaRegistryClient({"url": url, **config})
     return client

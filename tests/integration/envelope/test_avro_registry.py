@@ -158,7 +158,8 @@ def test_an_added_column_registers_a_new_compatible_version(schema_registry_url:
 def test_registry_errors_are_reported_with_the_subject() -> None:
     from bridge.envelope.errors import SerializationError
 
-    serializer = AvroSerializer(registry_client("http://127.0.0.1:9/apis/ccompat/v7"), is_key=True)
+    unreachable = registry_client("http://127.0.0.1:9/apis/ccompat/v7", **{"max.retries": 0})
+    serializer = AvroSerializer(unreachable, is_key=True)
     plan = Translator(EnvelopeSettings("p")).plan(table())
     with pytest.raises(SerializationError, match="registering the schema of subject t-key"):
         serializer.serialize("t", plan.key_schema, {"ck": 1, "pk": str(uuid.uuid4())})
