@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from bridge.scylla.log_schema import log_columns
-from bridge.scylla.schema import CdcOptions, CqlType, CqlTypeError, parse_cql_type
+from bridge.scylla.schema import CdcOptions, CqlType, CqlTypeError, TableSchema, parse_cql_type
 from bridge.sim import render
 from bridge.sim.catalog import Catalog, SimTable
 from bridge.sim.cdc_options import describe_cdc_options, parse_cdc_options
@@ -87,6 +87,15 @@ class SchemaEditor:
             self.session.execute(f"DROP TABLE IF EXISTS {render.qualified(keyspace, extra)}")
         self.metadata.forget_table(keyspace, statement.name)
         self.catalog.invalidate(keyspace, statement.name)
+
+    def pass_through(self, statement: ast.PassThrough, keyspace: str | None) -> None:
+        """ALTER TYPE / ALTER KEYSPACE / SELECT go to Cassandra unchanged; a keyspace's tablets mode
+        cannot change after creation here."""
+        if statement.type_name is None and "tablets" in statement.text.lower():
+            raise UnsupportedCqlError("changing the tablets option of an existing keyspace")
+        self.session.execute(statement.text)
+        if keyspace:
+            self.catalog.invalidate(keyspace)
 
     def truncate(self, table: SimTable) -> None:
         schema = table.schema
@@ -169,7 +178,11 @@ class SchemaEditor:
             if lists:
                 self._ensure_shadow(table, lists)
         if statement.drop:
-            columns = [schema.column(n) for n in statement.drop if self._has_column(schema, n)]
+            known = {c.name: c for c in schema.value_columns}
+            missing = [n for n in statement.drop if n not in known]
+            if missing:
+                raise InvalidRequestError(f"Column {missing[0]} was not found in table {schema.name}")
+            columns = [known[n] for n in statement.drop]
             self.session.execute(render.alter_drop(keyspace, schema.name, list(statement.drop)))
             if log_exists:
                 dropped = [n for c in columns for n, _ in render.log_columns_of(c.name, c.type)]
@@ -177,14 +190,6 @@ class SchemaEditor:
             dropped_lists = [c.name for c in columns if c.type.kind == "list" and not c.type.frozen]
             if dropped_lists:
                 self.session.execute(render.alter_drop(keyspace, render.shadow_table_name(schema), dropped_lists))
-
-    @staticmethod
-    def _has_column(schema: Any, name: str) -> bool:
-        try:
-            schema.column(name)
-        except KeyError:
-            raise InvalidRequestError(f"Column {name} was not found in table {schema.name}") from None
-        return True
 
     def _ensure_shadow(self, table: SimTable, lists: list[tuple[str, CqlType, bool]]) -> None:
         schema = table.schema
@@ -213,7 +218,7 @@ class SchemaEditor:
         self.metadata.set_table_cdc(keyspace, name, describe_cdc_options(cdc), None)
         self.catalog.invalidate(keyspace, name)
 
-    def _resync_log(self, schema: Any) -> None:
+    def _resync_log(self, schema: TableSchema) -> None:
         """Re-attaching a detached log: add the log columns of base columns added meanwhile, drop
         those of base columns dropped meanwhile."""
         rows = self.session.execute(
@@ -228,8 +233,3 @@ class SchemaEditor:
             self.session.execute(render.alter_add(schema.keyspace, schema.log_table_name, missing))
         if extra:
             self.session.execute(render.alter_drop(schema.keyspace, schema.log_table_name, extra))
-
-
-def unsupported_keyspace_option(statement: ast.PassThrough) -> None:
-    if "tablets" in statement.text.lower() and statement.type_name is None:
-        raise UnsupportedCqlError("changing the tablets option of an existing keyspace")

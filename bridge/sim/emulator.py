@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cassandra import RequestValidationException
+
 from bridge.scylla import log_schema
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow
@@ -136,9 +138,14 @@ class Emulator:
         return records
 
     def run(self, statement: ast.Statement, params: Sequence[Any] = ()) -> list[ChangeRecord]:
-        if isinstance(statement, ast.Insert | ast.Update | ast.Delete | ast.Batch):
-            return self._modify(statement, params)
-        self._ddl(statement)
+        """Run a parsed statement. Cassandra's refusals (invalid requests, syntax, configuration)
+        come out as `InvalidRequestError` too; connection problems stay driver errors."""
+        try:
+            if isinstance(statement, ast.Insert | ast.Update | ast.Delete | ast.Batch):
+                return self._modify(statement, params)
+            self._ddl(statement)
+        except RequestValidationException as exc:
+            raise InvalidRequestError(f"Cassandra refused the statement: {exc}") from exc
         return []
 
     def _ddl(self, statement: ast.Statement) -> None:
@@ -159,11 +166,7 @@ class Emulator:
         elif isinstance(statement, ast.Truncate):
             self.schema.truncate(self.table_of(statement.table))
         elif isinstance(statement, ast.PassThrough):
-            if statement.type_name is None and "tablets" in statement.text.lower():
-                raise UnsupportedCqlError("changing the tablets option of an existing keyspace")
-            self.session.execute(statement.text)
-            if statement.keyspace or self.keyspace:
-                self.catalog.invalidate(self._keyspace(statement.keyspace))
+            self.schema.pass_through(statement, statement.keyspace or self.keyspace)
         else:  # pragma: no cover - the parser produces nothing else
             raise UnsupportedCqlError(f"statement {type(statement).__name__}")
 

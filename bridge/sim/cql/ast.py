@@ -64,10 +64,6 @@ class FunctionCall:
 Term = Literal | Marker | Name | ListTerm | SetTerm | MapTerm | TupleTerm | FunctionCall
 
 
-def is_null(term: Term) -> bool:
-    return isinstance(term, Literal) and term.kind is Kind.IDENT and term.text == "null"
-
-
 # ---------------------------------------------------------------- DML
 
 

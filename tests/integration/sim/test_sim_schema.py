@@ -161,3 +161,15 @@ def test_counter_table_without_cdc_is_allowed(emu: Emulator) -> None:
     """Counters only clash with CDC: a counter table without CDC is created normally."""
     emu.execute("CREATE TABLE plain_cnt (pk int PRIMARY KEY, c counter)")
     assert "c" in columns(emu, "plain_cnt")
+
+
+def test_cassandra_refusals_are_emulator_errors(emu: Emulator) -> None:
+    """What Cassandra itself refuses (an existing table, a bad type option) comes out as
+    InvalidRequestError with Cassandra's message; USE of a missing keyspace is refused first."""
+    emu.execute("CREATE TABLE twice (pk int PRIMARY KEY)")
+    with pytest.raises(InvalidRequestError, match="Cassandra refused the statement: .*already exists"):
+        emu.execute("CREATE TABLE twice (pk int PRIMARY KEY)")
+    with pytest.raises(InvalidRequestError, match="Keyspace 'no_such_ks' does not exist"):
+        emu.execute("USE no_such_ks")
+    with pytest.raises(InvalidRequestError, match="unknown type 'nosuch'"):
+        emu.execute("CREATE TABLE badtype (pk int PRIMARY KEY, v nosuch)")
