@@ -167,7 +167,7 @@ def test_cassandra_refusals_are_emulator_errors(emu: Emulator) -> None:
     """What Cassandra itself refuses (an existing table, a bad type option) comes out as
     InvalidRequestError with Cassandra's message; USE of a missing keyspace is refused first."""
     emu.execute("CREATE TABLE twice (pk int PRIMARY KEY)")
-    with pytest.raises(InvalidRequestError, match="Cassandra refused the statement: .*already exists"):
+    with pytest.raises(InvalidRequestError, match=r"Cassandra refused the statement: .*already exists"):
         emu.execute("CREATE TABLE twice (pk int PRIMARY KEY)")
     with pytest.raises(InvalidRequestError, match="Keyspace 'no_such_ks' does not exist"):
         emu.execute("USE no_such_ks")
