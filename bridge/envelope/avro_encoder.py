@@ -35,7 +35,6 @@ Encoder = Callable[[bytearray, Any], None]
 # envelope, 40 to 62 bits) then take 3 or 4 lookups instead of a 7-step loop.
 _FINAL = tuple(bytes((u & 0x7F | 0x80, u >> 7)) if u >= 0x80 else bytes((u,)) for u in range(0x4000))
 _CONTINUED = tuple(bytes((u & 0x7F | 0x80, u >> 7 | 0x80)) for u in range(0x4000))
-_STRING_CACHE_LIMIT = 4096  # distinct short strings kept encoded (keyspace, table, op, enum values...)
 _INTEGERS = frozenset({cs.INT8, cs.INT16, cs.INT32, cs.INT64})
 
 
@@ -51,21 +50,8 @@ def varint(unsigned: int) -> bytes:
     return out + _FINAL[unsigned]
 
 
-_encoded_strings: dict[str, bytes] = {}
-
-
-def encoded_string(value: str) -> bytes:
-    """Length and UTF-8 bytes of a string; short ones are kept, as they repeat from record to
-    record (keyspace and table names, op codes, enum values, ...)."""
-    encoded = _encoded_strings.get(value)
-    if encoded is None:
-        data = value.encode()
-        encoded = varint(len(data) << 1) + data
-        if len(data) <= 64:
-            if len(_encoded_strings) >= _STRING_CACHE_LIMIT:
-                _encoded_strings.clear()
-            _encoded_strings[value] = encoded
-    return encoded
+# The encoded length of every string/bytes value shorter than 8 KiB (zig-zag: length × 2).
+_SHORT_LENGTH = tuple(varint(length << 1) for length in range(0x2000))
 
 
 class _Generator:
@@ -98,9 +84,12 @@ class _Generator:
         if kind in _INTEGERS:
             self.emit(depth, f"out += varint(({var} << 1) ^ ({var} >> 63))")
         elif kind == cs.STRING:
-            self.emit(depth, f"out += encoded_string({var})")
+            data = self.local()
+            self.emit(depth, f"{data} = {var}.encode()")
+            self.emit(depth, f"out += short_length[len({data})] if len({data}) < 0x2000 else varint(len({data}) << 1)")
+            self.emit(depth, f"out += {data}")
         elif kind == cs.BYTES:
-            self.emit(depth, f"out += varint(len({var}) << 1)")
+            self.emit(depth, f"out += short_length[len({var})] if len({var}) < 0x2000 else varint(len({var}) << 1)")
             self.emit(depth, f"out += {var}")
         elif kind == cs.BOOLEAN:
             self.emit(depth, f"out.append(1 if {var} else 0)")
@@ -127,17 +116,28 @@ class _Generator:
         if not schema.optional:
             self.value(schema, var, depth)
             return
-        null_branch, value_branch = ("2", "0") if schema.default is not None else ("0", "2")
+        null_byte, value_byte = _branch_bytes(schema)
         self.emit(depth, f"if {var} is None:")
-        self.emit(depth + 1, f"out.append({null_branch})")
+        self.emit(depth + 1, f"out.append({null_byte})")
         self.emit(depth, "else:")
-        self.emit(depth + 1, f"out.append({value_branch})")
-        if _is_cell(schema):  # {"value": v}: write the inner union in line too
-            inner = self.local()
-            self.emit(depth + 1, f"{inner} = {var}[{schema.fields[0].name!r}]")
-            self.field(schema.fields[0].schema, inner, depth + 1)
-        else:
+        if not _is_cell(schema):
+            self.emit(depth + 1, f"out.append({value_byte})")
             self.value(schema, var, depth + 1)
+            return
+        # {"value": v}: the cell's branch and its field's branch go out together
+        member = schema.fields[0].schema
+        inner = self.local()
+        self.emit(depth + 1, f"{inner} = {var}[{schema.fields[0].name!r}]")
+        if not member.optional:
+            self.emit(depth + 1, f"out.append({value_byte})")
+            self.value(member, inner, depth + 1)
+            return
+        inner_null, inner_value = _branch_bytes(member)
+        self.emit(depth + 1, f"if {inner} is None:")
+        self.emit(depth + 2, f"out += {bytes((value_byte, inner_null))!r}")
+        self.emit(depth + 1, "else:")
+        self.emit(depth + 2, f"out += {bytes((value_byte, inner_value))!r}")
+        self.value(member, inner, depth + 2)
 
     def struct_function(self, name: str, schema: cs.ConnectSchema) -> None:
         self.emit(0, f"def {name}(out, value):")
@@ -156,6 +156,12 @@ class _Generator:
             self.emit(0, "")
             self.struct_function(name, schema)
         return "\n".join(self.lines) + "\n"
+
+
+def _branch_bytes(schema: cs.ConnectSchema) -> tuple[int, int]:
+    """The encoded union index of null and of the value: `["null", T]`, or `[T, "null"]` for a
+    schema with a default."""
+    return (2, 0) if schema.default is not None else (0, 2)
 
 
 def _is_cell(schema: cs.ConnectSchema) -> bool:
@@ -177,7 +183,7 @@ def compile_encoder(schema: cs.ConnectSchema) -> Encoder:
     that does not fit raises SerializationError."""
     namespace: dict[str, Any] = {
         "varint": varint,
-        "encoded_string": encoded_string,
+        "short_length": _SHORT_LENGTH,
         "pack_double": struct.Struct("<d").pack,
         "pack_float": struct.Struct("<f").pack,
     }

@@ -142,7 +142,7 @@ def _decimal(value: Any) -> str:
 
 
 def _uuid(value: Any) -> str:
-    if not isinstance(value, uuid.UUID):
+    if value.__class__ is not uuid.UUID and not isinstance(value, uuid.UUID):
         raise _fail(value, "UUID")
     return str(value)
 
@@ -186,7 +186,7 @@ def _time(value: Any) -> int:
 
 
 def _timestamp(value: Any) -> int:
-    if not isinstance(value, datetime.datetime):
+    if value.__class__ is not datetime.datetime and not isinstance(value, datetime.datetime):
         raise _fail(value, "datetime")
     if value.tzinfo is not None:
         value = value.astimezone(datetime.UTC).replace(tzinfo=None)

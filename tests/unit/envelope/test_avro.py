@@ -178,6 +178,8 @@ def test_encoder_writes_the_bytes_fastavro_writes() -> None:
         {"i64": 2**63 - 1, "i8": 127, "s": "zażółć 😀" * 30, "b": bytes(range(256)), "f": Float32(1.5),
          "d": Float64(-1e300), "t": True, "e": "y", "a": [None, {"x": 2**31 - 1}, {"x": None}],
          "aa": [["a" * 200] * 70], "c": {"value": "v"}},
+        {"i64": 1, "i8": 0, "s": "x" * 9000, "b": bytes(20000), "f": None, "d": None, "t": None, "e": None,
+         "a": None, "aa": None, "c": {"value": "y" * 8192}},
     ]  # fmt: skip
     for value in values:
         out = bytearray()
