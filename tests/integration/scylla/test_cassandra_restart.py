@@ -110,4 +110,9 @@ def test_reader_recovers_from_a_cassandra_restart_without_loss_or_duplicate(
         reader.close()
     read = [(e.record.stream_id, e.record.time) for e in collected.records()]
     assert len(read) == len(set(read)), "a record was handed on twice"
+    missing = {(r.stream_id, r.time) for r in written} - set(read)
+    in_log = [m for m in missing if session.execute(
+        f'SELECT "cdc$time" FROM {keyspace}.t_scylla_cdc_log WHERE "cdc$stream_id" = %s AND "cdc$time" = %s',
+        (m[0].raw, m[1])).one() is not None]
+    assert not missing, f"{len(missing)} records not handed on, {len(in_log)} of them in the log table"
     assert sorted(read) == sorted((r.stream_id, r.time) for r in written)
