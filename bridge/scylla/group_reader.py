@@ -95,13 +95,6 @@ class GroupReader:
     def done(self) -> bool:
         return self.finished or self.failed
 
-    @property
-    def position(self) -> Position:
-        """Where a resume would start if nothing more were handed on."""
-        if self._resume is not None:
-            return self._resume
-        return Position.at(self._next_start)
-
     def set_end(self, end_us: int) -> None:
         self.end_us = end_us
 

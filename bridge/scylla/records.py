@@ -15,7 +15,6 @@ from typing import Any
 from bridge.scylla import log_schema as cols
 from bridge.scylla.cdc_time import micros_of, timeuuid_sort_key
 from bridge.scylla.errors import MalformedLogError
-from bridge.scylla.groups import read_order
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.stream_id import StreamId
 
@@ -151,7 +150,3 @@ def pair_images(record: ChangeRecord, key_columns: Sequence[str]) -> tuple[RowCh
             deltas[key].append(row)
     return tuple(RowChange(k, tuple(deltas[k]), pre.get(k), post.get(k)) for k in order)
 
-
-def record_sort_key(record: ChangeRecord) -> tuple[bytes, tuple[int, bytes], int]:
-    """Read order of the records of one window: stream, then `cdc$time`, then seq."""
-    return read_order(record.stream_id), timeuuid_sort_key(record.time), record.rows[0].batch_seq_no
