@@ -2,7 +2,8 @@
 
 Prints one JSON object. Needs the local stack (`cdc-bridge stack up`). Usage:
 
-    .venv/bin/python bench/sim_bulk.py [--changes 20000] [--concurrency 128] [--no-base] [--mixed-seconds 10]
+    .venv/bin/python bench/sim_bulk.py [--changes 20000] [--concurrency 128] [--no-base]
+        [--mixed-seconds 10] [--mixed-workers 4]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def main() -> None:
     parser.add_argument("--no-base", action="store_true", help="write log rows only, no base rows")
     parser.add_argument("--mixed-seconds", type=float, default=10.0, help="0 skips the mixed-load run")
     parser.add_argument("--mixed-rate", type=float, default=10_000.0)
+    parser.add_argument("--mixed-workers", type=int, default=4)
     args = parser.parse_args()
     keyspace = f"bench_sim_{uuid.uuid4().hex[:8]}"
     with Emulator.connect() as emu:
@@ -40,10 +42,17 @@ def main() -> None:
                 "wall_s": round(time.monotonic() - started, 3),
             }
             if args.mixed_seconds > 0:
-                spec = LoadSpec(keyspace, rate=args.mixed_rate, duration_s=args.mixed_seconds, seed=1)
+                spec = LoadSpec(
+                    keyspace, rate=args.mixed_rate, duration_s=args.mixed_seconds, seed=1, workers=args.mixed_workers
+                )
                 generator = LoadGenerator(emu, spec)
                 generator.prepare()
-                result["mixed"] = {**generator.run().as_dict(), "target_rate": args.mixed_rate, "images": True}
+                result["mixed"] = {
+                    **generator.run().as_dict(),
+                    "target_rate": args.mixed_rate,
+                    "workers": args.mixed_workers,
+                    "images": True,
+                }
         finally:
             emu.execute(f"DROP KEYSPACE {keyspace}")
     print(json.dumps(result))

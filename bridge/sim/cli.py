@@ -126,6 +126,9 @@ def register(subparsers: Any) -> None:
     load.add_argument("--bulk", type=int, metavar="N", help="bulk mode: write N changes into table 'bulk'")
     load.add_argument("--concurrency", type=int, default=128, help="bulk mode: requests in flight (default 128)")
     load.add_argument("--log-only", action="store_true", help="bulk mode: skip the base-table writes")
+    load.add_argument(
+        "--workers", type=int, default=1, help="mixed mode: threads, each on its own partitions (default 1)"
+    )
     load.add_argument("--seed", type=int)
     load.set_defaults(handler=_load)
 
@@ -230,6 +233,7 @@ def _load(args: argparse.Namespace) -> int:
                 partitions=args.partitions,
                 cdc=args.cdc,
                 seed=args.seed,
+                workers=args.workers,
             )
             generator = LoadGenerator(emu, spec)
             generator.prepare()

@@ -61,6 +61,14 @@ class LoadSpec:
     rows_per_partition: int = 20
     cdc: str = DEFAULT_CDC
     seed: int | None = None
+    workers: int = 1  # threads, each with its own emulator and its own partition keys
+
+    def __post_init__(self) -> None:
+        for name in ("tables", "partitions", "rows_per_partition", "workers"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        if self.rate <= 0:
+            raise ConfigurationError(f"rate: must be positive, got {self.rate}")
 
 
 @dataclass(slots=True)
@@ -83,6 +91,13 @@ class LoadReport:
             "records_per_s": round(self.records / self.elapsed_s, 1) if self.elapsed_s else 0.0,
         }
 
+    def add(self, other: LoadReport) -> None:
+        self.operations += other.operations
+        self.records += other.records
+        self.rows += other.rows
+        self.refused += other.refused
+        self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
+
 
 class LoadGenerator:
     def __init__(self, emulator: Emulator, spec: LoadSpec) -> None:
@@ -101,12 +116,17 @@ class LoadGenerator:
                     f"CREATE TABLE {qualified(self.spec.keyspace, name)} ({LOAD_COLUMNS}) WITH cdc = {self.spec.cdc}"
                 )
 
-    def statement(self) -> tuple[str, list[Any]]:
-        """One random statement of the mix (CQL with markers, values)."""
-        kind = self.rng.choices(self._kinds, self._weights)[0]
-        table = qualified(self.spec.keyspace, self.rng.choice(self.tables))
-        pk, ck = self.rng.randrange(self.spec.partitions), self.rng.randrange(self.spec.rows_per_partition)
-        value = self.rng.randrange(1_000_000)
+    def statement(self, rng: random.Random | None = None, lane: int = 0) -> tuple[str, list[Any]]:
+        """One random statement of the mix (CQL with markers, values). With several workers, lane
+        `i` only writes partitions `pk % workers == i`, so no two workers race on a row (images
+        stay meaningful, as ScyllaDB requires of concurrent writers)."""
+        rng = rng or self.rng
+        spec = self.spec
+        kind = rng.choices(self._kinds, self._weights)[0]
+        table = qualified(spec.keyspace, rng.choice(self.tables))
+        pk = lane + spec.workers * rng.randrange(max(1, spec.partitions // spec.workers))
+        ck = rng.randrange(spec.rows_per_partition)
+        value = rng.randrange(1_000_000)
         if kind == "insert":
             return f"INSERT INTO {table} (pk, ck, v, t) VALUES (?, ?, ?, ?)", [pk, ck, value, f"t{value}"]
         if kind == "update":
@@ -124,28 +144,62 @@ class LoadGenerator:
             return f"DELETE FROM {table} WHERE pk = ? AND ck >= ? AND ck < ?", [pk, ck, ck + 3]
         if kind == "partition_delete":
             return f"DELETE FROM {table} WHERE pk = ?", [pk]
-        other = qualified(self.spec.keyspace, self.rng.choice(self.tables))
+        other = qualified(spec.keyspace, rng.choice(self.tables))
         return (
             f"BEGIN UNLOGGED BATCH UPDATE {table} SET v = ? WHERE pk = ? AND ck = ?;"
             f" INSERT INTO {other} (pk, ck, t) VALUES (?, ?, ?); APPLY BATCH",
-            [value, pk, ck, pk, (ck + 1) % self.spec.rows_per_partition, "b"],
+            [value, pk, ck, pk, (ck + 1) % spec.rows_per_partition, "b"],
         )
 
     def run(self, progress: Callable[[LoadReport], None] | None = None) -> LoadReport:
-        """Run the mix at `rate` until `operations` are done or `duration_s` has passed."""
+        """Run the mix at `rate` (shared by the workers) until `operations` are done or
+        `duration_s` has passed."""
         spec = self.spec
+        if spec.workers == 1:
+            return self._lane(self.emu, 0, self.rng, spec.operations, progress)
+        budgets = [
+            None if spec.operations is None else spec.operations // spec.workers + (i < spec.operations % spec.workers)
+            for i in range(spec.workers)
+        ]
+        total = LoadReport()
+        with ThreadPoolExecutor(max_workers=spec.workers) as pool:
+            futures = [
+                pool.submit(
+                    self._lane,
+                    Emulator(self.emu.session, self.emu.settings, keyspace=self.emu.keyspace),
+                    i,
+                    random.Random(self.rng.random()),
+                    budgets[i],
+                    None,
+                )
+                for i in range(spec.workers)
+            ]
+            for future in futures:
+                total.add(future.result())
+        return total
+
+    def _lane(
+        self,
+        emulator: Emulator,
+        lane: int,
+        rng: random.Random,
+        operations: int | None,
+        progress: Callable[[LoadReport], None] | None,
+    ) -> LoadReport:
+        spec = self.spec
+        rate = spec.rate / spec.workers
         report = LoadReport()
         start = time.monotonic()
         deadline = start + spec.duration_s if spec.duration_s is not None else float("inf")
-        while spec.operations is None or report.operations < spec.operations:
-            due = start + report.operations / spec.rate
+        while operations is None or report.operations < operations:
+            due = start + report.operations / rate
             now = time.monotonic()
             if max(now, due) >= deadline:
                 break
             if due > now:
                 time.sleep(due - now)
-            cql, params = self.statement()
-            records = self.emu.execute(cql, params)
+            cql, params = self.statement(rng, lane)
+            records = emulator.execute(cql, params)
             report.operations += 1
             report.records += len(records)
             report.rows += sum(len(r.rows) for r in records)

@@ -105,6 +105,10 @@ def test_mixed_load_and_bulk_fill(emu: Emulator) -> None:
     report = generator.run()
     assert report.operations == 60 and report.records >= 60 and report.rows > report.records
     assert count(emu, "load_0_scylla_cdc_log") + count(emu, "load_1_scylla_cdc_log") == report.rows
+    parallel = LoadGenerator(
+        emu, LoadSpec(emu.keyspace or "", tables=2, rate=2000, duration_s=30, operations=41, workers=3, seed=5)
+    )
+    assert parallel.run().operations == 41
     bulk = bulk_fill(emu, emu.keyspace or "", "bulk", 1234, partitions=100, chunk=500)
     assert bulk.records == bulk.rows == 1234
     assert count(emu, "bulk_scylla_cdc_log") == 1234 and count(emu, "bulk") == 1234
