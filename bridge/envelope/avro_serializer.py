@@ -57,7 +57,10 @@ class AvroSerializer:
         if cached is not None and cached.schema is schema:
             return cached
         definition = avro_schema(schema)
-        fastavro.parse_schema(definition)  # a schema Avro tooling cannot read fails here, once
+        try:
+            fastavro.parse_schema(definition)  # a schema Avro tooling cannot read fails here, once
+        except Exception as error:  # fastavro raises several exception types for bad schemas
+            raise SerializationError(f"schema {schema.name} is not valid Avro: {error}") from error
         try:
             schema_id = self.registry.register_schema(topic + self.suffix, registry_schema(json.dumps(definition)))
         except Exception as error:  # the client raises its own error types and plain I/O errors

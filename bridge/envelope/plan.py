@@ -24,7 +24,7 @@ from typing import Any
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, delta_cells, map_multi_cell
 from bridge.envelope.errors import PlanError, ValueConversionError
-from bridge.envelope.row_code import ColumnCode, RowBuilder, compile_builder
+from bridge.envelope.row_code import ColumnCode, KeyBuilder, RowBuilder, compile_builder, compile_key_builder
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
 from bridge.envelope.types import Converter, map_type
@@ -94,6 +94,7 @@ class TablePlan:
     after_schema: cs.ConnectSchema
     value_schema: cs.ConnectSchema
     key_slots: tuple[KeySlot, ...]  # key struct order: (name, convert)
+    key_builder: KeyBuilder  # log row values -> key struct, generated from key_slots
     clustering_names: tuple[str, ...]
     row_columns: tuple[ColumnPlan, ...]  # row struct order (companion fields follow their column)
     row_slots: tuple[RowSlot, ...]  # the same, flattened for the row loop
@@ -232,6 +233,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         after_schema=after,
         value_schema=_envelope_schema(prefix, before, after),
         key_slots=key_slots,
+        key_builder=compile_key_builder(table.qualified_name, list(key_slots)),
         clustering_names=tuple(c.name for c in table.clustering_key),
         row_columns=tuple(row_columns),
         row_slots=tuple(row_slot(c) for c in row_columns),

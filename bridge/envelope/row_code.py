@@ -74,3 +74,22 @@ def compile_builder(table: str, columns: list[ColumnCode]) -> RowBuilder:
     exec(compile(source, f"<delta row builder of {table}>", "exec"), namespace)
     builder: RowBuilder = namespace["build"]
     return builder
+
+
+KeyBuilder = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def compile_key_builder(table: str, key_columns: list[tuple[str, Callable[[Any], Any]]]) -> KeyBuilder:
+    """`key(values)`: the key struct, each column converted (null stays null)."""
+    lines = ["def key(values):", "    get = values.get"]
+    namespace: dict[str, Any] = {}
+    fields = []
+    for index, (name, convert) in enumerate(key_columns):
+        namespace[f"convert_{index}"] = convert
+        lines.append(f"    value = get({name!r})")
+        lines.append(f"    v{index} = None if value is None else convert_{index}(value)")
+        fields.append(f"{name!r}: v{index}")
+    lines.append("    return {" + ", ".join(fields) + "}")
+    exec(compile("\n".join(lines) + "\n", f"<key builder of {table}>", "exec"), namespace)
+    builder: KeyBuilder = namespace["key"]
+    return builder

@@ -26,6 +26,15 @@ def _in_column(name: str, error: ValueConversionError) -> ValueConversionError:
     return ValueConversionError(f"column {name!r}: {error}")
 
 
+def row_key(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The key struct of a log row (the plan's generated builder; the loop below names the
+    column of a value that does not fit)."""
+    try:
+        return plan.key_builder(values)
+    except ValueConversionError:
+        return key_struct(plan.key_slots, values)
+
+
 def key_struct(key_slots: tuple[KeySlot, ...], values: Mapping[str, Any]) -> dict[str, Any]:
     key: dict[str, Any] = {}
     get = values.get

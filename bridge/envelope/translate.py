@@ -33,7 +33,7 @@ from typing import Any
 from bridge.envelope.errors import TranslationError, ValueConversionError
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
-from bridge.envelope.rows import delta_struct, image_struct, key_struct, row_identity
+from bridge.envelope.rows import delta_struct, image_struct, key_struct, row_identity, row_key
 from bridge.scylla.cdc_time import UUID_EPOCH_OFFSET
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 
@@ -146,7 +146,7 @@ class _RecordTranslator:
 
     def _upsert(self, position: int, row: LogRow, code: str) -> None:
         plan = self.plan
-        key = key_struct(plan.key_slots, row.values)
+        key = row_key(plan, row.values)
         pre = self._image_for(position, row, post=False)
         post = self._image_for(position, row, post=True)
         before = None if pre is None else image_struct(plan, pre.values, key, full=False)
@@ -155,7 +155,7 @@ class _RecordTranslator:
 
     def _delete(self, position: int, row: LogRow) -> None:
         plan = self.plan
-        key = key_struct(plan.key_slots, row.values)
+        key = row_key(plan, row.values)
         pre = self._image_for(position, row, post=False)
         before = delta_struct(plan, row.values, key) if pre is None else image_struct(plan, pre.values, key, full=False)
         self._emit(key, before, None, "d")
@@ -218,7 +218,7 @@ _NOTHING_DROPPED: Mapping[DropReason, int] = MappingProxyType({})
 def _single_upsert(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Translation:
     row = record.rows[0]
     try:
-        key = key_struct(plan.key_slots, row.values)
+        key = row_key(plan, row.values)
         after = delta_struct(plan, row.values, key)
     except ValueConversionError as error:
         raise _RecordTranslator(plan, record, now_micros)._error(row, str(error)) from None

@@ -141,3 +141,17 @@ def test_unbalanced_range_bounds_are_an_error() -> None:
         translator.translate(record(table, row(Operation.RANGE_DELETE_END_INCLUSIVE, pk=1, ck=1)), table)
     with pytest.raises(TranslationError, match="start bound without its end bound"):
         translator.translate(record(table, row(Operation.RANGE_DELETE_START_INCLUSIVE, pk=1, ck=1)), table)
+
+
+def test_quoted_column_names_cannot_inject_code_into_generated_builders() -> None:
+    """Plans generate Python for the row and key builders and the Avro encoder; column names
+    (quoted CQL identifiers can hold anything) only ever appear there as string literals."""
+    from tests.unit.envelope.support import Wire, row_with
+
+    weird = ["it's", 'say "hi"', "new\nline", "back\\slash", "x'] + __import__('os').getpid() + ['"]
+    table = make_table(partition=[(weird[0], "int")], regular=[(name, "text") for name in weird[1:]])
+    values: dict[str, object] = {weird[0]: 1, **{name: name for name in weird[1:]}}
+    out = Translator(EnvelopeSettings("p")).translate(record(table, row_with(Operation.INSERT, values)), table)
+    key, value = Wire().check(out.records[0])  # JSON with and without schemas, Avro, fastavro's bytes
+    assert key == {"it's": 1}
+    assert value["after"] == {weird[0]: 1, **{name: {"value": name} for name in weird[1:]}}
