@@ -21,9 +21,14 @@ from bridge.envelope.errors import ValueConversionError
 from bridge.envelope.plan import KEY_SLOT, MULTI_CELL_SLOT, KeySlot, TablePlan, ValueColumnPlan
 from bridge.envelope.types import hashable_form
 
+# A converter refuses bad values with ValueConversionError; a driver object of an unexpected
+# shape can also break it with one of these. Either way the column is named in the error.
+CONVERSION_ERRORS = (ValueConversionError, TypeError, ValueError, AttributeError, KeyError, IndexError)
 
-def _in_column(name: str, error: ValueConversionError) -> ValueConversionError:
-    return ValueConversionError(f"column {name!r}: {error}")
+
+def _in_column(name: str, error: Exception) -> ValueConversionError:
+    detail = str(error) if isinstance(error, ValueConversionError) else f"{type(error).__name__}: {error}"
+    return ValueConversionError(f"column {name!r}: {detail}")
 
 
 def row_key(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def row_key(plan: TablePlan, values: Mapping[str, Any]) -> dict[str, Any]:
     column of a value that does not fit)."""
     try:
         return plan.key_builder(values)
-    except ValueConversionError:
+    except CONVERSION_ERRORS:
         return key_struct(plan.key_slots, values)
 
 
@@ -44,7 +49,7 @@ def key_struct(key_slots: tuple[KeySlot, ...], values: Mapping[str, Any]) -> dic
             value = get(name)
             key[name] = None if value is None else convert(value)
         return key
-    except ValueConversionError as error:
+    except CONVERSION_ERRORS as error:
         raise _in_column(name, error) from None
 
 
@@ -55,7 +60,7 @@ def delta_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]
     finds and names the column."""
     try:
         return plan.delta_builder(values, key)
-    except ValueConversionError:
+    except CONVERSION_ERRORS:
         return _delta_struct_by_column(plan, values, key)
 
 
@@ -79,7 +84,7 @@ def _delta_struct_by_column(plan: TablePlan, values: Mapping[str, Any], key: dic
             else:
                 row[name] = None
         return row
-    except ValueConversionError as error:
+    except CONVERSION_ERRORS as error:
         raise _in_column(name, error) from None
 
 
@@ -115,7 +120,7 @@ def image_struct(plan: TablePlan, values: Mapping[str, Any], key: dict[str, Any]
             if column_plan.elements_field is not None:
                 row[column_plan.elements_field] = None
         return row
-    except ValueConversionError as error:
+    except CONVERSION_ERRORS as error:
         raise _in_column(name, error) from None
 
 

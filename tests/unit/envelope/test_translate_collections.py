@@ -257,3 +257,10 @@ def test_uuid_list_keys_need_timeuuids() -> None:
         run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "l": [1, 2]}))
     assert parse_cql_type("list<int>").is_multi_cell
     assert isinstance(K1, uuid.UUID)
+
+
+def test_driver_objects_of_the_wrong_shape_give_the_same_clear_error() -> None:
+    """A list column whose log map has non-timeuuid keys breaks the key sort with an
+    AttributeError; it still becomes one TranslationError naming the column."""
+    with pytest.raises(TranslationError, match=r"column 'l': AttributeError"):
+        run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "l": {1: 10}, d("l"): True}))
