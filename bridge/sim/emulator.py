@@ -245,7 +245,7 @@ class Emulator:
     def write(self, mutations: Sequence[PartitionMutation]) -> list[ChangeRecord]:
         """Apply mutations (one per table and partition): base, list shadow and CDC log writes."""
         plan = self.plan(mutations)
-        self.executor.run(plan.batches, plan.singles)
+        self.executor.run(plan.batches + plan.log_batches)
         return plan.records
 
     def plan(self, mutations: Sequence[PartitionMutation]) -> WritePlan:
@@ -259,6 +259,7 @@ class Emulator:
                 streams = {ts: self.stream_for(table, mutation.key, ts) for ts in sorted(mutation.timestamps())}
             chosen.append((mutation, table, streams))
         plan = WritePlan()
+        log_partitions: dict[tuple[str, str, bytes], list[Write]] = {}
         for mutation, table, streams in chosen:
             state = self._prior_state(mutation, table)
             list_names = {name for name, _, _ in list_columns(mutation.table)}
@@ -271,7 +272,10 @@ class Emulator:
             plan.batches.append(base_writes(mutation, lists_before))
             plan.batches.append(shadow_writes(mutation))
             if streams:
-                plan.records += self._log(mutation, state, streams, plan.singles)
+                plan.records += self._log(mutation, state, streams, log_partitions)
+        # The rows of a stream go in one single-partition batch, which Cassandra applies atomically
+        # and in isolation: a reader never sees part of a record, as with ScyllaDB's one mutation.
+        plan.log_batches += log_partitions.values()
         return plan
 
     def _prior_state(self, mutation: PartitionMutation, table: SimTable) -> PartitionState:
@@ -288,7 +292,7 @@ class Emulator:
         mutation: PartitionMutation,
         state: PartitionState,
         streams: dict[int, StreamId],
-        out: list[Write],
+        out: dict[tuple[str, str, bytes], list[Write]],
     ) -> list[ChangeRecord]:
         schema = mutation.table
         names = self._log_value_names(schema)
@@ -298,7 +302,8 @@ class Emulator:
             rows: list[LogRow] = []
             for seq, row in enumerate(pending.rows):
                 last = seq == len(pending.rows) - 1
-                out.append(log_write(schema, stream, cdc_time, seq, last, row, pending.timestamp))
+                write = log_write(schema, stream, cdc_time, seq, last, row, pending.timestamp)
+                out.setdefault((schema.keyspace, schema.name, stream.raw), []).append(write)
                 values = {n: row.values.get(n) for n in names}
                 rows.append(LogRow(stream, cdc_time, seq, row.operation, row.ttl, last, values))
             records.append(ChangeRecord(schema.keyspace, schema.name, tuple(rows)))
@@ -362,11 +367,11 @@ class Emulator:
 
 @dataclass(slots=True)
 class WritePlan:
-    """Writes for Cassandra: per-partition batches (base, list shadow) and single log-row writes,
-    plus the records the log writes hold."""
+    """Writes for Cassandra: single-partition batches (base and list shadow per partition; log
+    rows per stream), plus the records the log writes hold."""
 
     batches: list[list[Write]] = field(default_factory=list)
-    singles: list[Write] = field(default_factory=list)
+    log_batches: list[list[Write]] = field(default_factory=list)
     records: list[ChangeRecord] = field(default_factory=list)
 
 

@@ -1,6 +1,7 @@
-"""Runs rendered writes and reads on Cassandra: prepared statements (cached by text), one unlogged
-batch per base partition (so positional list operations all see the list as it was before the
-write, as one ScyllaDB mutation would), log rows as concurrent single statements."""
+"""Runs rendered writes and reads on Cassandra: prepared statements (cached by text), and
+single-partition unlogged batches, which Cassandra applies atomically and in isolation (so
+positional list operations all see the list as it was before the write, and readers never see
+part of a record, as with ScyllaDB's one mutation per partition)."""
 
 from __future__ import annotations
 
@@ -23,19 +24,15 @@ class Executor:
             statement = self._prepared[cql] = self.session.prepare(cql)
         return statement
 
-    def bind(self, write: Write) -> Any:
-        return self.prepared(write.cql).bind(write.values)
-
     def batch(self, writes: Sequence[Write]) -> Any:
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
         for write in writes:
             batch.add(self.prepared(write.cql), write.values)
         return batch
 
-    def run(self, batches: Iterable[Sequence[Write]], singles: Iterable[Write]) -> None:
-        """Send everything at once and wait; the first failure is raised after all finished."""
+    def run(self, batches: Iterable[Sequence[Write]]) -> None:
+        """Send every batch at once and wait; the first failure is raised after all finished."""
         futures = [self.session.execute_async(self.batch(b)) for b in batches if b]
-        futures += [self.session.execute_async(self.bind(w)) for w in singles]
         errors: list[BaseException] = []
         for future in futures:
             try:

@@ -241,9 +241,7 @@ def bulk_fill(
                 mutation.row((i // partitions,)).cells["v"] = Cell(emulator.clock(), value=i)
                 mutations.append(mutation)
             plan = emulator.plan(mutations)
-            writes = list(plan.singles)
-            if base:
-                writes += [w for batch in plan.batches for w in batch]
+            writes = [w for batch in plan.log_batches + (plan.batches if base else []) for w in batch]
             if pending is not None:
                 pending.result()
             pending = sender.submit(_send, emulator, writes, concurrency)
