@@ -12,7 +12,18 @@ from bridge.scylla.cdc_time import micros_of
 from bridge.sim import Emulator, canonical
 from bridge.sim.render import q, qualified
 from tests.integration.sim.logkit import check_records, log_column_names
-from tests.unit.sim.cases import BASE, BASIC_CASES, COLLECTION_CASES, COLLECTIONS, RANGE_CASES, UT_CQL, K, Rows
+from tests.unit.sim.cases import (
+    BASE,
+    BASIC_CASES,
+    COLLECTION_CASES,
+    COLLECTIONS,
+    MIXED_BATCH_RECORDS,
+    RANGE_CASES,
+    UT_CQL,
+    K,
+    Rows,
+    mixed_batch,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,32 +86,10 @@ def test_multi_column_ranges_and_prefix_delete(emu: Emulator, sim_keyspace: str)
 def test_mixed_batch_with_timestamps(emu: Emulator, sim_keyspace: str) -> None:
     """The test_change_splitting batch: six records at T..T+5 with ScyllaDB's rows, cdc$time µs = T+i."""
     t = now_us()
-    records = emu.execute(
-        f"""BEGIN UNLOGGED BATCH
-        DELETE FROM t USING TIMESTAMP {t} WHERE pk=1;
-        DELETE FROM t USING TIMESTAMP {t + 1} WHERE pk=1 AND ck>=0 AND ck<3;
-        DELETE FROM t USING TIMESTAMP {t + 2} WHERE pk=1 AND ck=0;
-        INSERT INTO t (pk,ck,v1) VALUES (1,0,1) USING TIMESTAMP {t + 3};
-        UPDATE t USING TIMESTAMP {t + 3} SET v2=2 WHERE pk=1 AND ck=0;
-        INSERT INTO t (pk,ck,m) VALUES (1,0,{{3:3}}) USING TIMESTAMP {t + 4};
-        INSERT INTO t (pk,ck,m) VALUES (1,1,{{4:4}}) USING TIMESTAMP {t + 5} AND TTL 5;
-        APPLY BATCH"""
-    )
+    records = emu.execute(mixed_batch(t))
     assert [micros_of(r.time) - t for r in records] == [0, 1, 2, 3, 4, 5]
     assert len({r.time for r in records}) == 6
-    k0, k1 = {"pk": 1, "ck": 0}, {"pk": 1, "ck": 1}
-    check_records(
-        emu,
-        records,
-        [
-            [(4, None, {"pk": 1})],
-            [(5, None, k0), (8, None, {"pk": 1, "ck": 3})],
-            [(3, None, k0)],
-            [(1, None, {**k0, "v1": 1, "v2": 2})],
-            [(2, None, {**k0, "m": {3: 3}, "cdc$deleted_m": True})],
-            [(2, 5, k1), (1, None, {**k1, "cdc$deleted_m": True}), (1, 5, {**k1, "m": {4: 4}})],
-        ],
-    )
+    check_records(emu, records, MIXED_BATCH_RECORDS)
     base = [canonical(tuple(r)) for r in emu.session.execute(f"SELECT ck, v1, v2, m FROM {sim_keyspace}.t WHERE pk=1")]
     assert base == [(0, 1, 2, {3: 3}), (1, None, None, {4: 4})]
 

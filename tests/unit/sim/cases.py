@@ -84,3 +84,28 @@ COLLECTION_CASES: list[tuple[str, dict[str, Any]]] = [
     ("fm = {1:1}", {"fm": {1: 1}}),
     ("fm = null", {"cdc$deleted_fm": True}),
 ]
+
+
+def mixed_batch(t: int) -> str:
+    """test_change_splitting's batch on `t`, statements at T..T+5 (markers merge: T+4 wins)."""
+    return f"""BEGIN UNLOGGED BATCH
+        DELETE FROM t USING TIMESTAMP {t} WHERE pk=1;
+        DELETE FROM t USING TIMESTAMP {t + 1} WHERE pk=1 AND ck>=0 AND ck<3;
+        DELETE FROM t USING TIMESTAMP {t + 2} WHERE pk=1 AND ck=0;
+        INSERT INTO t (pk,ck,v1) VALUES (1,0,1) USING TIMESTAMP {t + 3};
+        UPDATE t USING TIMESTAMP {t + 3} SET v2=2 WHERE pk=1 AND ck=0;
+        INSERT INTO t (pk,ck,m) VALUES (1,0,{{3:3}}) USING TIMESTAMP {t + 4};
+        INSERT INTO t (pk,ck,m) VALUES (1,1,{{4:4}}) USING TIMESTAMP {t + 5} AND TTL 5;
+        APPLY BATCH"""
+
+
+_K0, _K1 = {"pk": 1, "ck": 0}, {"pk": 1, "ck": 1}
+# The records of `mixed_batch`, at T+0 .. T+5.
+MIXED_BATCH_RECORDS: list[Rows] = [
+    [(4, None, {"pk": 1})],
+    [(5, None, _K0), (8, None, {"pk": 1, "ck": 3})],
+    [(3, None, _K0)],
+    [(1, None, {**_K0, "v1": 1, "v2": 2})],
+    [(2, None, {**_K0, "m": {3: 3}, "cdc$deleted_m": True})],
+    [(2, 5, _K1), (1, None, {**_K1, "cdc$deleted_m": True}), (1, 5, {**_K1, "m": {4: 4}})],
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.sim.cases import BASE, BASIC_CASES, RANGE_CASES, K
+from tests.unit.sim.cases import BASE, BASIC_CASES, MIXED_BATCH_RECORDS, RANGE_CASES, K, mixed_batch
 from tests.unit.sim.pure import T, World, rows
 
 
@@ -87,26 +87,9 @@ def test_batch_merges_writes_of_one_cell(world: World) -> None:
 
 def test_batch_with_mixed_kinds(world: World) -> None:
     """The test_change_splitting batch: one record per timestamp, markers merged (T+4 wins)."""
-    records = world.write(
-        f"""BEGIN UNLOGGED BATCH
-        DELETE FROM t USING TIMESTAMP {T} WHERE pk=1;
-        DELETE FROM t USING TIMESTAMP {T + 1} WHERE pk=1 AND ck>=0 AND ck<3;
-        DELETE FROM t USING TIMESTAMP {T + 2} WHERE pk=1 AND ck=0;
-        INSERT INTO t (pk,ck,v1) VALUES (1,0,1) USING TIMESTAMP {T + 3};
-        UPDATE t USING TIMESTAMP {T + 3} SET v2=2 WHERE pk=1 AND ck=0;
-        INSERT INTO t (pk,ck,m) VALUES (1,0,{{3:3}}) USING TIMESTAMP {T + 4};
-        INSERT INTO t (pk,ck,m) VALUES (1,1,{{4:4}}) USING TIMESTAMP {T + 5} AND TTL 5;
-        APPLY BATCH"""
-    )
-    k0, k1 = {"pk": 1, "ck": 0}, {"pk": 1, "ck": 1}
-    assert [(r.timestamp - T, rows(r)) for r in records] == [
-        (0, [(4, None, {"pk": 1})]),
-        (1, [(5, None, k0), (8, None, {"pk": 1, "ck": 3})]),
-        (2, [(3, None, k0)]),
-        (3, [(1, None, {**k0, "v1": 1, "v2": 2})]),
-        (4, [(2, None, {**k0, "m": {3: 3}, "cdc$deleted_m": True})]),
-        (5, [(2, 5, k1), (1, None, {**k1, "cdc$deleted_m": True}), (1, 5, {**k1, "m": {4: 4}})]),
-    ]
+    records = world.write(mixed_batch(T))
+    assert [r.timestamp - T for r in records] == [0, 1, 2, 3, 4, 5]
+    assert [rows(r) for r in records] == MIXED_BATCH_RECORDS
 
 
 def test_update_then_row_delete_same_timestamp(world: World) -> None:
