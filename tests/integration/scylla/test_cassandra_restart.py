@@ -1,5 +1,5 @@
 """Cassandra killed (SIGKILL, by the pid in its pid file) and started again while the source
-reads: the reader backs off, recovers and hands on every record exactly once.
+reads: the reader backs off, recovers and hands on every record of the log exactly once.
 
 The Cassandra killed here is a private one (own state folder, ports shifted), started for this
 test only: killing the shared stack's Cassandra in the middle of another test's schema change can
@@ -23,6 +23,7 @@ from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.manager import StackManager
+from bridge.stack.process import pid_alive, port_open, terminate
 from tests.integration.scylla.harness import Collected, run_reader, settings_for
 
 PORT_OFFSET = 21000
@@ -30,14 +31,46 @@ PORT_OFFSET = 21000
 
 @pytest.fixture
 def private_cassandra(tmp_path: Path) -> Iterator[StackManager]:
-    """A Cassandra of this test's own, stopped (by its pid file) afterwards."""
-    layout = StackLayout(deploy_dir=StackLayout.default().deploy_dir, state_dir=tmp_path / "stack")
+    """A Cassandra of this test's own, stopped afterwards: by its pid file, and by the pid of any
+    process still running from this test's own state folder (a start that the stack manager
+    wrongly judged failed leaves no pid file)."""
+    state_dir = tmp_path / "stack"
+    layout = StackLayout(deploy_dir=StackLayout.default().deploy_dir, state_dir=state_dir)
     manager = StackManager(layout, Endpoints().shifted(PORT_OFFSET), say=lambda _: None)
     try:
         manager.up(quiet=True, only=["cassandra"])
         yield manager
     finally:
         manager.down(only=["cassandra"])
+        service = manager.service("cassandra")
+        for pid in pids_running_from(state_dir, service.main_marker):
+            terminate(pid, service.main_marker, service.stop_grace_s)
+
+
+def pids_running_from(folder: Path, marker: str) -> list[int]:
+    """Processes whose command line names `folder` (unique to this test) and `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(folder) in cmdline and marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def restart(manager: StackManager, killed_pid: int) -> None:
+    """Start Cassandra again once the killed one is gone and its port closed."""
+    service = manager.service("cassandra")
+    port = manager.endpoints.cassandra_port
+    deadline = time.monotonic() + 60
+    while pid_alive(killed_pid, service.main_marker) or port_open("127.0.0.1", port):
+        assert time.monotonic() < deadline, "the killed Cassandra did not go away"
+        time.sleep(0.2)
+    manager.up(quiet=True, only=["cassandra"])
 
 
 @pytest.fixture
@@ -97,22 +130,23 @@ def test_reader_recovers_from_a_cassandra_restart_without_loss_or_duplicate(
         os.kill(pid, signal.SIGKILL)
         run_reader(reader, lambda c: bool(c.of(GroupRetrying)), timeout_s=60, collected=collected)
         time.sleep(2)
-        private_cassandra.up(quiet=True, only=["cassandra"])
+        restart(private_cassandra, pid)
         wait_for_cql(session)
         written += write(emu, keyspace, 150, 100)
         until = max(r.micros for r in written) + 1
         run_reader(
             reader,
-            lambda c: all(c.progress_of(g) >= until for g in c.started) and len(c.records()) >= len(written),
+            lambda c: all(c.progress_of(g) >= until for g in c.started),
             timeout_s=120, collected=collected,
         )
     finally:
         reader.close()
     read = [(e.record.stream_id, e.record.time) for e in collected.records()]
     assert len(read) == len(set(read)), "a record was handed on twice"
-    missing = {(r.stream_id, r.time) for r in written} - set(read)
-    in_log = [m for m in missing if session.execute(
+    # SIGKILL can lose writes Cassandra acknowledged in the last commit-log sync period (10 s,
+    # periodic mode): the truth is what the log table holds after the restart.
+    in_log = {(r.stream_id, r.time) for r in written if session.execute(
         f'SELECT "cdc$time" FROM {keyspace}.t_scylla_cdc_log WHERE "cdc$stream_id" = %s AND "cdc$time" = %s',
-        (m[0].raw, m[1])).one() is not None]
-    assert not missing, f"{len(missing)} records not handed on, {len(in_log)} of them in the log table"
-    assert sorted(read) == sorted((r.stream_id, r.time) for r in written)
+        (r.stream_id.raw, r.time)).one() is not None}
+    assert len(in_log) > 200
+    assert set(read) == in_log, f"{len(in_log - set(read))} records in the log table not handed on"
