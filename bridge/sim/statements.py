@@ -18,7 +18,7 @@ from bridge.sim import mutation as m
 from bridge.sim.collections import ListKeys, element_type
 from bridge.sim.cql import ast
 from bridge.sim.cql.literals import Resolver
-from bridge.sim.errors import InvalidRequestError
+from bridge.sim.errors import InvalidRequestError, UnsupportedCqlError
 from bridge.sim.values import sorted_values
 from bridge.sim.where import Selection, select
 
@@ -189,6 +189,10 @@ class MutationBuilder:
     ) -> None:
         row = mutation.static if ck is None else mutation.row(ck)
         kind, op = column.type.kind, assignment.op
+        if kind == "counter":
+            raise UnsupportedCqlError(
+                f"counter column {column.name}: counter updates (tables without CDC) are not emulated"
+            )
         if op == "=":
             value = self.resolver.value(assignment.value, column.type, column.name)
             self._overwrite(row, column, value, timestamp, ttl)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator, InvalidRequestError
+from bridge.sim import Emulator, InvalidRequestError, UnsupportedCqlError
 
 
 def columns(emu: Emulator, table: str) -> dict[str, tuple[str, str, str, int]]:
@@ -161,6 +161,8 @@ def test_counter_table_without_cdc_is_allowed(emu: Emulator) -> None:
     """Counters only clash with CDC: a counter table without CDC is created normally."""
     emu.execute("CREATE TABLE plain_cnt (pk int PRIMARY KEY, c counter)")
     assert "c" in columns(emu, "plain_cnt")
+    with pytest.raises(UnsupportedCqlError, match="counter column c: counter updates"):
+        emu.execute("UPDATE plain_cnt SET c = c + 1 WHERE pk = 1")
 
 
 def test_cassandra_refusals_are_emulator_errors(emu: Emulator) -> None:
