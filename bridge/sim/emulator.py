@@ -20,7 +20,8 @@ Usage::
     emu.tablets_split("tk", "t"); emu.tablets_merge("tk", "t"); emu.tablets_change("tk", "t", [0])
 
 Or `Emulator(session, SimSettings(...))` over an existing cassandra-driver session (named-tuple
-rows, the driver's default). `execute` returns the change records written, one per (table,
+rows, the driver's default). One emulator is not thread-safe: use one per thread (they may share
+the session). `execute` returns the change records written, one per (table,
 partition, timestamp), as `bridge.scylla.model.ChangeRecord` with values in the canonical form of
 `bridge.sim.values` (use `canonical()` on what the driver reads to compare).
 """
