@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from bridge.stack.layout import Endpoints, StackLayout
@@ -83,11 +85,23 @@ class StackManager:
     def status(self) -> list[ServiceStatus]:
         return [self.status_of(s) for s in self.services]
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One `up`/`down` at a time per state folder: two concurrent `up`s would otherwise both
+        find a service down and start it twice."""
+        self.layout.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.layout.state_dir / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def up(self, quiet: bool = False, only: Iterable[str] | None = None) -> list[str]:
         """Start what is not running and wait until every service accepts clients.
         Returns the names of the services this call started."""
+        with self._locked():
+            return self._up(quiet, self._selected(only))
+
+    def _up(self, quiet: bool, services: list[Service]) -> list[str]:
         began = time.monotonic()
-        services = self._selected(only)
         to_start: list[Service] = []
         for service in services:
             current = self.status_of(service)
@@ -98,7 +112,7 @@ class StackManager:
         if to_start:
             check_java()
         for service in to_start:
-            self.home_ready(service)
+            self._fresh_log(service)
             if service.fetch():
                 self.say(f"{service.name}: fetched from Maven Central into {service.home / 'lib'}")
             service.prepare()
@@ -112,7 +126,7 @@ class StackManager:
                 f"{s.name} {s.endpoint}" for s in services))
         return [s.name for s in to_start]
 
-    def home_ready(self, service: Service) -> None:
+    def _fresh_log(self, service: Service) -> None:
         service.home.mkdir(parents=True, exist_ok=True)
         # A new start gets a new log, so a failure report shows only this attempt.
         if service.log_path.exists():
@@ -123,8 +137,7 @@ class StackManager:
         pending = list(services)
         while pending:
             for service in list(pending):
-                pid = PidFile(service.pid_path).read()
-                if pid is None or not pid_alive(pid, service.main_marker):
+                if self.pid_of(service) is None:
                     PidFile(service.pid_path).remove()
                     raise StackError(f"{service.name} died during start; last lines of {service.log_path}:\n"
                                      + log_tail(service.log_path))
@@ -140,11 +153,16 @@ class StackManager:
     def down(self, only: Iterable[str] | None = None) -> list[str]:
         """Stop the processes this stack started (by their recorded pids). Returns their names."""
         stopped = []
-        for service in self._selected(only):
-            pid = self.pid_of(service)
-            if pid is not None:
-                terminate(pid, service.main_marker, service.stop_grace_s)
-                stopped.append(service.name)
-                self.say(f"{service.name}: stopped (pid {pid})")
-            PidFile(service.pid_path).remove()
+        with self._locked():
+            for service in self._selected(only):
+                if self._stop(service):
+                    stopped.append(service.name)
         return stopped
+
+    def _stop(self, service: Service) -> bool:
+        pid = self.pid_of(service)
+        if pid is not None:
+            terminate(pid, service.main_marker, service.stop_grace_s)
+            self.say(f"{service.name}: stopped (pid {pid})")
+        PidFile(service.pid_path).remove()
+        return pid is not None

@@ -8,22 +8,9 @@ from typing import Any
 from bridge.scylla.events import GroupDiscovered, GroupProgress, RecordRead
 from bridge.scylla.model import Operation
 from bridge.scylla.reader import SourceReader
-from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
+from tests.integration.scylla.harness import settings_for
 from tests.integration.scylla.logkit import LogKit, now_ms
-
-
-def settings_for(keyspace: str, **overrides: Any) -> ReaderSettings:
-    base: dict[str, Any] = {
-        "confidence_window_size_ms": 2000,
-        "vnodes_metadata_keyspace": keyspace,
-        "tablets_metadata_keyspace": keyspace,
-        "metadata_poll_interval_ms": 300,
-        "poll_interval_ms": 200,
-        "initial_lookback_ms": 120_000,
-    }
-    base.update(overrides)
-    return ReaderSettings(**base)
 
 
 def test_reads_records_of_every_stream_in_order(cassandra_session: Any, keyspace: str) -> None:

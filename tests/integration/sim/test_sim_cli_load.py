@@ -10,6 +10,14 @@ import pytest
 
 from bridge.sim import Emulator, cli
 from bridge.sim.load import LoadGenerator, LoadSpec, bulk_fill, parse_mix
+from bridge.stack.layout import Endpoints
+
+
+@pytest.fixture(autouse=True)
+def cli_on_the_test_stack(stack: Endpoints, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `sim` commands connect where the test stack's Cassandra is (its ports may be shifted)."""
+    monkeypatch.setenv("CDC_BRIDGE_SIM_CONTACT_POINTS", stack.cassandra_host)
+    monkeypatch.setenv("CDC_BRIDGE_SIM_PORT", str(stack.cassandra_port))
 
 
 def count(emu: Emulator, table: str) -> int:
