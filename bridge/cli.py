@@ -19,11 +19,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cdc-bridge {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    from bridge.demo import register as register_demo
     from bridge.sim.cli import register as register_sim
     from bridge.stack.cli import register as register_stack
 
     register_stack(commands)
     register_sim(commands)
+    register_demo(commands)
     return parser
 
 
