@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import ValueConversionError
 from bridge.envelope.java_text import duration_text, inet_text, to_float32
@@ -52,6 +54,7 @@ Converter = Callable[[Any], Any]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
+_dumps = orjson.dumps
 
 
 class Float32(float):
@@ -142,7 +145,11 @@ def _decimal(value: Any) -> str:
 
 
 def _uuid(value: Any) -> str:
-    if value.__class__ is not uuid.UUID and not isinstance(value, uuid.UUID):
+    if value.__class__ is uuid.UUID:
+        # orjson writes a UUID in C, in the same canonical lower-case form as `str` (and Java's
+        # UUID.toString), about twice as fast as UUID.__str__; two per typical record.
+        return _dumps(value)[1:-1].decode()
+    if not isinstance(value, uuid.UUID):
         raise _fail(value, "UUID")
     return str(value)
 
