@@ -35,19 +35,25 @@ Encoder = Callable[[bytearray, Any], None]
 # envelope, 40 to 62 bits) then take 3 or 4 lookups instead of a 7-step loop.
 _FINAL = tuple(bytes((u & 0x7F | 0x80, u >> 7)) if u >= 0x80 else bytes((u,)) for u in range(0x4000))
 _CONTINUED = tuple(bytes((u & 0x7F | 0x80, u >> 7 | 0x80)) for u in range(0x4000))
+_GROUP = 0x3FFF
 _INTEGERS = frozenset({cs.INT8, cs.INT16, cs.INT32, cs.INT64})
+_NOTHING = object()  # what an empty string memo holds: no value is it
 
 
 def varint(unsigned: int) -> bytes:
-    """The base-128 varint of a non-negative int (already zig-zag encoded)."""
+    """The base-128 varint of a non-negative int (already zig-zag encoded). Unrolled up to 56
+    bits (every timestamp): a loop costs more per group than the lookups themselves."""
     if unsigned < 0x4000:
         return _FINAL[unsigned]
-    out = _CONTINUED[unsigned & 0x3FFF]
-    unsigned >>= 14
-    while unsigned >= 0x4000:
-        out += _CONTINUED[unsigned & 0x3FFF]
-        unsigned >>= 14
-    return out + _FINAL[unsigned]
+    low = _CONTINUED[unsigned & _GROUP]
+    if unsigned < 1 << 28:
+        return low + _FINAL[unsigned >> 14]
+    if unsigned < 1 << 42:
+        return low + _CONTINUED[unsigned >> 14 & _GROUP] + _FINAL[unsigned >> 28]
+    middle = _CONTINUED[unsigned >> 14 & _GROUP] + _CONTINUED[unsigned >> 28 & _GROUP]
+    if unsigned < 1 << 56:
+        return low + middle + _FINAL[unsigned >> 42]
+    return low + middle + _CONTINUED[unsigned >> 42 & _GROUP] + varint(unsigned >> 56)
 
 
 # The encoded length of every string/bytes value shorter than 8 KiB (zig-zag: length × 2).
@@ -62,6 +68,7 @@ class _Generator:
         self.names = 0
         self.functions: dict[int, str] = {}  # id(struct schema) -> its function's name
         self.pending: list[tuple[str, cs.ConnectSchema]] = []
+        self.memos: list[str] = []  # names of the memos of required strings
 
     def local(self) -> str:
         self.names += 1
@@ -82,14 +89,18 @@ class _Generator:
         """Code writing the non-null value held in `var`."""
         kind = schema.type
         if kind in _INTEGERS:
-            self.emit(depth, f"out += varint(({var} << 1) ^ ({var} >> 63))")
+            zigzag = self.local()
+            self.emit(depth, f"{zigzag} = ({var} << 1) ^ ({var} >> 63)")
+            self.emit(depth, f"out += final[{zigzag}] if {zigzag} < 0x4000 else varint({zigzag})")
+        elif kind == cs.STRING and not schema.optional:
+            self.repeated_string(var, depth)
         elif kind == cs.STRING:
             data = self.local()
             self.emit(depth, f"{data} = {var}.encode()")
-            self.emit(depth, f"out += short_length[len({data})] if len({data}) < 0x2000 else varint(len({data}) << 1)")
+            self.length(data, depth)
             self.emit(depth, f"out += {data}")
         elif kind == cs.BYTES:
-            self.emit(depth, f"out += short_length[len({var})] if len({var}) < 0x2000 else varint(len({var}) << 1)")
+            self.length(var, depth)
             self.emit(depth, f"out += {var}")
         elif kind == cs.BOOLEAN:
             self.emit(depth, f"out.append(1 if {var} else 0)")
@@ -101,6 +112,29 @@ class _Generator:
             self.emit(depth, f"{self.function_for(schema)}(out, {var})")
         else:
             self.array(schema, var, depth)
+
+    def repeated_string(self, var: str, depth: int) -> None:
+        """Code writing a required string, remembering its last value's encoding. Required
+        strings are the `source` block's names (connector, prefix, keyspace, table...): the same
+        str objects in every envelope of a table, so the encoding is nearly always reused. The
+        memo is a one-element list holding a (str, bytes) tuple, replaced whole (thread-safe)."""
+        memo, last, data, size = f"memo_{len(self.memos)}", self.local(), self.local(), self.local()
+        self.memos.append(memo)
+        self.emit(depth, f"{last} = {memo}[0]")
+        self.emit(depth, f"if {var} is {last}[0]:")
+        self.emit(depth + 1, f"out += {last}[1]")
+        self.emit(depth, "else:")
+        self.emit(depth + 1, f"{data} = {var}.encode()")
+        self.emit(depth + 1, f"{size} = len({data})")
+        self.emit(depth + 1, f"{data} = (short_length[{size}] if {size} < 0x2000 else varint({size} << 1)) + {data}")
+        self.emit(depth + 1, f"{memo}[0] = ({var}, {data})")
+        self.emit(depth + 1, f"out += {data}")
+
+    def length(self, var: str, depth: int) -> None:
+        """Code writing the length of the str/bytes in `var` (`len` once: it is a call)."""
+        size = self.local()
+        self.emit(depth, f"{size} = len({var})")
+        self.emit(depth, f"out += short_length[{size}] if {size} < 0x2000 else varint({size} << 1)")
 
     def array(self, schema: cs.ConnectSchema, var: str, depth: int) -> None:
         assert schema.items is not None
@@ -181,13 +215,18 @@ def encoder_source(schema: cs.ConnectSchema) -> str:
 def compile_encoder(schema: cs.ConnectSchema) -> Encoder:
     """An encoder that appends the Avro binary of a value of `schema` to a bytearray. A value
     that does not fit raises SerializationError."""
+    generator = _Generator()
+    source = generator.source(schema)
     namespace: dict[str, Any] = {
         "varint": varint,
+        "final": _FINAL,
         "short_length": _SHORT_LENGTH,
         "pack_double": struct.Struct("<d").pack,
         "pack_float": struct.Struct("<f").pack,
     }
-    exec(compile(encoder_source(schema), f"<avro encoder of {schema.name}>", "exec"), namespace)
+    for memo in generator.memos:
+        namespace[memo] = [(_NOTHING, b"")]  # no str is _NOTHING: the first value misses
+    exec(compile(source, f"<avro encoder of {schema.name}>", "exec"), namespace)
     encode: Encoder = namespace["encode"]
 
     def encode_checked(out: bytearray, value: Any) -> None:
