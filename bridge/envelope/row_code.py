@@ -14,7 +14,7 @@ For a table `(pk int, ck int, v text)` the source reads::
         v1 = key['pk']
         value = get('v')
         if value is not None:
-            v2 = {'value': convert_2(value)}
+            v2 = {'value': value if value.__class__ is str else convert_2(value)}
         elif get('cdc$deleted_v'):
             v2 = {'value': None}
         else:
@@ -27,12 +27,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bridge.envelope.types import unchanged_when
+
 RowBuilder = Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]
 
 # What the generator needs of a column, in row order:
 #   ("key", name) | ("atomic", name, cdc$deleted_ name, converter)
 #   | ("multi", name, elements field name, values -> (cell, elements))
 ColumnCode = tuple[Any, ...]
+
+
+def _converted(index: int, convert: Callable[[Any], Any]) -> str:
+    """The expression converting `value` with `convert_<index>`; when the converter is known to
+    return common values unchanged (text, ints, booleans), those skip the call."""
+    unchanged = unchanged_when(convert)
+    if unchanged is None:
+        return f"convert_{index}(value)"
+    return f"value if {unchanged} else convert_{index}(value)"
 
 
 def builder_source(columns: list[ColumnCode]) -> tuple[str, dict[str, Any]]:
@@ -51,7 +62,7 @@ def builder_source(columns: list[ColumnCode]) -> tuple[str, dict[str, Any]]:
             lines += [
                 f"    value = get({name!r})",
                 "    if value is not None:",
-                f"        {local} = {{'value': convert_{index}(value)}}",
+                f"        {local} = {{'value': {_converted(index, convert)}}}",
                 f"    elif get({deleted!r}):",
                 f"        {local} = {{'value': None}}",
                 "    else:",
@@ -87,7 +98,7 @@ def compile_key_builder(table: str, key_columns: list[tuple[str, Callable[[Any],
     for index, (name, convert) in enumerate(key_columns):
         namespace[f"convert_{index}"] = convert
         lines.append(f"    value = get({name!r})")
-        lines.append(f"    v{index} = None if value is None else convert_{index}(value)")
+        lines.append(f"    v{index} = None if value is None else {_converted(index, convert)}")
         fields.append(f"{name!r}: v{index}")
     lines.append("    return {" + ", ".join(fields) + "}")
     exec(compile("\n".join(lines) + "\n", f"<key builder of {table}>", "exec"), namespace)

@@ -54,6 +54,7 @@ Converter = Callable[[Any], Any]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
+_ONE_MS = datetime.timedelta(milliseconds=1)
 _dumps = orjson.dumps
 
 
@@ -81,6 +82,17 @@ def _fail(value: Any, expected: str) -> ValueConversionError:
     return ValueConversionError(f"expected {expected}, got {type(value).__name__} {value!r:.80}")
 
 
+# Conditions (Python expressions on `value`) under which a converter returns its value as it is.
+# The generated row builders (`row_code`) test them in line and call the converter only
+# otherwise: a call per column and record is a good part of the translation time.
+_UNCHANGED_WHEN: dict[Converter, str] = {}
+
+
+def unchanged_when(convert: Converter) -> str | None:
+    """An expression on `value` true only when `convert(value)` is `value` itself, if known."""
+    return _UNCHANGED_WHEN.get(convert)
+
+
 def _text(value: Any) -> str:
     if type(value) is not str:
         raise _fail(value, "str")
@@ -95,6 +107,7 @@ def _int_in(bits: int, label: str) -> Converter:
             raise _fail(value, f"int fitting {label}")
         return value
 
+    _UNCHANGED_WHEN[convert] = f"value.__class__ is int and {low} <= value <= {high}"
     return convert
 
 
@@ -198,8 +211,12 @@ def _timestamp(value: Any) -> int:
     if value.tzinfo is not None:
         value = value.astimezone(datetime.UTC).replace(tzinfo=None)
     since: datetime.timedelta = value - _EPOCH  # the driver's naive datetimes are UTC
-    return since.days * 86_400_000 + since.seconds * 1000 + since.microseconds // 1000
+    return since // _ONE_MS  # floors, as the ms count must (one C operation)
 
+
+_UNCHANGED_WHEN[_text] = "value.__class__ is str"
+_UNCHANGED_WHEN[_boolean] = "value.__class__ is bool"
+_UNCHANGED_WHEN[_float64] = "value.__class__ is float and (1e-3 <= value < 1e7 or -1e7 < value <= -1e-3)"
 
 _SCALARS: dict[str, tuple[Callable[[], cs.ConnectSchema], Converter]] = {
     "ascii": (lambda: cs.primitive(cs.STRING), _text),
