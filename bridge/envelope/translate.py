@@ -33,7 +33,7 @@ from typing import Any
 from bridge.envelope.errors import TranslationError, ValueConversionError
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
-from bridge.envelope.rows import delta_struct, image_struct, key_struct, row_identity, row_key
+from bridge.envelope.rows import CONVERSION_ERRORS, delta_struct, image_struct, key_struct, row_identity, row_key
 from bridge.scylla.cdc_time import UUID_EPOCH_OFFSET
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 
@@ -217,11 +217,18 @@ _NOTHING_DROPPED: Mapping[DropReason, int] = MappingProxyType({})
 
 def _single_upsert(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Translation:
     row = record.rows[0]
+    values = row.values
     try:
-        key = row_key(plan, row.values)
-        after = delta_struct(plan, row.values, key)
-    except ValueConversionError as error:
-        raise _RecordTranslator(plan, record, now_micros)._error(row, str(error)) from None
+        # The generated builders straight away; on a value that does not fit, row_key and
+        # delta_struct convert again column by column and name the column.
+        key = plan.key_builder(values)
+        after = plan.delta_builder(values, key)
+    except CONVERSION_ERRORS:
+        try:
+            key = row_key(plan, values)
+            after = delta_struct(plan, values, key)
+        except ValueConversionError as error:
+            raise _RecordTranslator(plan, record, now_micros)._error(row, str(error)) from None
     envelope = {
         "source": plan.source.block(write_micros(row.time)),
         "before": None,
