@@ -41,8 +41,8 @@ _NOTHING = object()  # what an empty string memo holds: no value is it
 
 
 def varint(unsigned: int) -> bytes:
-    """The base-128 varint of a non-negative int (already zig-zag encoded). Unrolled up to 56
-    bits (every timestamp): a loop costs more per group than the lookups themselves."""
+    """The base-128 varint of a non-negative int (already zig-zag encoded). Unrolled up to 70
+    bits (every long): a loop costs more per group than the lookups themselves."""
     if unsigned < 0x4000:
         return _FINAL[unsigned]
     low = _CONTINUED[unsigned & _GROUP]
@@ -53,6 +53,8 @@ def varint(unsigned: int) -> bytes:
     middle = _CONTINUED[unsigned >> 14 & _GROUP] + _CONTINUED[unsigned >> 28 & _GROUP]
     if unsigned < 1 << 56:
         return low + middle + _FINAL[unsigned >> 42]
+    if unsigned < 1 << 70:
+        return low + middle + _CONTINUED[unsigned >> 42 & _GROUP] + _FINAL[unsigned >> 56]
     return low + middle + _CONTINUED[unsigned >> 42 & _GROUP] + varint(unsigned >> 56)
 
 
@@ -183,11 +185,16 @@ class _Generator:
             self.emit(1, "pass")
 
     def source(self, top: cs.ConnectSchema) -> str:
-        self.emit(0, "def encode(out, value):")
-        self.field(top, "value", 1)
+        if top.type == cs.STRUCT and not top.optional:
+            self.functions[id(top)] = "encode"  # a record (every key and envelope): no wrapper call
+            self.pending.append(("encode", top))
+        else:
+            self.emit(0, "def encode(out, value):")
+            self.field(top, "value", 1)
         while self.pending:
             name, schema = self.pending.pop()
-            self.emit(0, "")
+            if self.lines:
+                self.emit(0, "")
             self.struct_function(name, schema)
         return "\n".join(self.lines) + "\n"
 
@@ -212,9 +219,13 @@ def encoder_source(schema: cs.ConnectSchema) -> str:
     return _Generator().source(schema)
 
 
-def compile_encoder(schema: cs.ConnectSchema) -> Encoder:
-    """An encoder that appends the Avro binary of a value of `schema` to a bytearray. A value
-    that does not fit raises SerializationError."""
+# What a generated encoder raises on a value that does not fit its schema.
+ENCODING_ERRORS = (TypeError, KeyError, AttributeError, struct.error, UnicodeEncodeError)
+
+
+def compile_unchecked(schema: cs.ConnectSchema) -> Encoder:
+    """The generated encoder of `schema` as it is: a value that does not fit raises one of
+    ENCODING_ERRORS (for callers that wrap errors themselves, without a call per value)."""
     generator = _Generator()
     source = generator.source(schema)
     namespace: dict[str, Any] = {
@@ -228,11 +239,23 @@ def compile_encoder(schema: cs.ConnectSchema) -> Encoder:
         namespace[memo] = [(_NOTHING, b"")]  # no str is _NOTHING: the first value misses
     exec(compile(source, f"<avro encoder of {schema.name}>", "exec"), namespace)
     encode: Encoder = namespace["encode"]
+    return encode
+
+
+def unfit(schema: cs.ConnectSchema, error: Exception) -> SerializationError:
+    """The error for a value that made the encoder of `schema` raise `error`."""
+    return SerializationError(f"value does not fit schema {schema.name}: {error!r}")
+
+
+def compile_encoder(schema: cs.ConnectSchema) -> Encoder:
+    """An encoder that appends the Avro binary of a value of `schema` to a bytearray. A value
+    that does not fit raises SerializationError."""
+    encode = compile_unchecked(schema)
 
     def encode_checked(out: bytearray, value: Any) -> None:
         try:
             encode(out, value)
-        except (TypeError, KeyError, AttributeError, struct.error, UnicodeEncodeError) as error:
-            raise SerializationError(f"value does not fit schema {schema.name}: {error!r}") from error
+        except ENCODING_ERRORS as error:
+            raise unfit(schema, error) from error
 
     return encode_checked

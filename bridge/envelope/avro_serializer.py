@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import fastavro
 
 from bridge.envelope import connect_schema as cs
-from bridge.envelope.avro_encoder import compile_encoder
+from bridge.envelope.avro_encoder import ENCODING_ERRORS, compile_unchecked, unfit
 from bridge.envelope.avro_schema import avro_schema
 from bridge.envelope.errors import SerializationError
 
@@ -65,7 +65,7 @@ class AvroSerializer:
             schema_id = self.registry.register_schema(topic + self.suffix, registry_schema(json.dumps(definition)))
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
-        compiled = _Compiled(schema, compile_encoder(schema), _HEADER.pack(MAGIC_BYTE, schema_id))
+        compiled = _Compiled(schema, compile_unchecked(schema), _HEADER.pack(MAGIC_BYTE, schema_id))
         self._compiled[(id(schema), topic)] = compiled
         return compiled
 
@@ -74,12 +74,14 @@ class AvroSerializer:
             return None
         if schema is None:
             raise SerializationError(f"topic {topic}: an Avro value needs a schema")
-        compiled = self._compile(topic, schema)
+        compiled = self._compiled.get((id(schema), topic))  # _compile's cache, without its call
+        if compiled is None or compiled.schema is not schema:
+            compiled = self._compile(topic, schema)
         out = bytearray(compiled.header)
         try:
             compiled.encode(out, value)
-        except SerializationError as error:
-            raise SerializationError(f"topic {topic}: {error}") from error
+        except ENCODING_ERRORS as error:
+            raise SerializationError(f"topic {topic}: {unfit(schema, error)}") from error
         return bytes(out)
 
 
