@@ -10,7 +10,8 @@ of this encoder (see `bench/envelope_bench.py`).
 Compilation generates, once per schema, one Python function per struct with every field written
 in line (the same technique as `dataclasses` and `attrs` use for `__init__`): an envelope then
 costs a few calls instead of one per field. Names from the schema only ever appear as string
-literals (`repr`), never as code.
+literals (`repr`), never as code. What repeats from one record to the next (the `source` block's
+names, the high bits of times) is encoded once and remembered by the field's code.
 
 Avro binary in brief: int/long are zig-zag varints; float/double little-endian IEEE; boolean one
 byte; string/bytes a varint length then the bytes; a record its fields in order; an array blocks
@@ -70,7 +71,7 @@ class _Generator:
         self.names = 0
         self.functions: dict[int, str] = {}  # id(struct schema) -> its function's name
         self.pending: list[tuple[str, cs.ConnectSchema]] = []
-        self.memos: list[str] = []  # names of the memos of required strings
+        self.memos: list[str] = []  # names of the memos of required strings and longs
 
     def local(self) -> str:
         self.names += 1
@@ -90,7 +91,9 @@ class _Generator:
     def value(self, schema: cs.ConnectSchema, var: str, depth: int) -> None:
         """Code writing the non-null value held in `var`."""
         kind = schema.type
-        if kind in _INTEGERS:
+        if kind == cs.INT64:
+            self.long(var, depth)
+        elif kind in _INTEGERS:
             zigzag = self.local()
             self.emit(depth, f"{zigzag} = ({var} << 1) ^ ({var} >> 63)")
             self.emit(depth, f"out += final[{zigzag}] if {zigzag} < 0x4000 else varint({zigzag})")
@@ -114,6 +117,28 @@ class _Generator:
             self.emit(depth, f"{self.function_for(schema)}(out, {var})")
         else:
             self.array(schema, var, depth)
+
+    def long(self, var: str, depth: int) -> None:
+        """Code writing a long. Longs of 28 bits and more are mostly times (6 to 8 per envelope),
+        whose high bits change rarely from one record to the next: the varint's bytes from bit 28
+        on are remembered with those bits (like the string memos), the first 4 bytes come from
+        the table."""
+        zigzag, last, encoded = self.local(), self.local(), self.local()
+        memo = f"memo_{len(self.memos)}"
+        self.memos.append(memo)
+        self.emit(depth, f"{zigzag} = ({var} << 1) ^ ({var} >> 63)")
+        self.emit(depth, f"if {zigzag} < 0x1000_0000:")
+        self.emit(depth + 1, f"out += final[{zigzag}] if {zigzag} < 0x4000 else varint({zigzag})")
+        self.emit(depth, "else:")
+        self.emit(depth + 1, f"{last} = {memo}[0]")
+        self.emit(depth + 1, f"if {zigzag} >> 28 == {last}[0]:")
+        self.emit(depth + 2, f"out += continued[{zigzag} & 0x3FFF]")
+        self.emit(depth + 2, f"out += continued[{zigzag} >> 14 & 0x3FFF]")
+        self.emit(depth + 2, f"out += {last}[1]")
+        self.emit(depth + 1, "else:")
+        self.emit(depth + 2, f"{encoded} = varint({zigzag})")
+        self.emit(depth + 2, f"{memo}[0] = ({zigzag} >> 28, {encoded}[4:])")
+        self.emit(depth + 2, f"out += {encoded}")
 
     def repeated_string(self, var: str, depth: int) -> None:
         """Code writing a required string, remembering its last value's encoding. Required
@@ -231,12 +256,13 @@ def compile_unchecked(schema: cs.ConnectSchema) -> Encoder:
     namespace: dict[str, Any] = {
         "varint": varint,
         "final": _FINAL,
+        "continued": _CONTINUED,
         "short_length": _SHORT_LENGTH,
         "pack_double": struct.Struct("<d").pack,
         "pack_float": struct.Struct("<f").pack,
     }
     for memo in generator.memos:
-        namespace[memo] = [(_NOTHING, b"")]  # no str is _NOTHING: the first value misses
+        namespace[memo] = [(_NOTHING, b"")]  # no value is _NOTHING: the first one misses
     exec(compile(source, f"<avro encoder of {schema.name}>", "exec"), namespace)
     encode: Encoder = namespace["encode"]
     return encode
