@@ -63,6 +63,11 @@ def varint(unsigned: int) -> bytes:
 _SHORT_LENGTH = tuple(varint(length << 1) for length in range(0x2000))
 
 
+
+def _length_prefix(size: str) -> str:
+    """Code for the zig-zag varint of a length held in the local `size` (a table for short ones)."""
+    return f"short_length[{size}] if {size} < 0x2000 else varint({size} << 1)"
+
 class _Generator:
     """Writes the source of the encoder functions of one schema."""
 
@@ -153,7 +158,7 @@ class _Generator:
         self.emit(depth, "else:")
         self.emit(depth + 1, f"{data} = {var}.encode()")
         self.emit(depth + 1, f"{size} = len({data})")
-        self.emit(depth + 1, f"{data} = (short_length[{size}] if {size} < 0x2000 else varint({size} << 1)) + {data}")
+        self.emit(depth + 1, f"{data} = ({_length_prefix(size)}) + {data}")
         self.emit(depth + 1, f"{memo}[0] = ({var}, {data})")
         self.emit(depth + 1, f"out += {data}")
 
@@ -161,7 +166,7 @@ class _Generator:
         """Code writing the length of the str/bytes in `var` (`len` once: it is a call)."""
         size = self.local()
         self.emit(depth, f"{size} = len({var})")
-        self.emit(depth, f"out += short_length[{size}] if {size} < 0x2000 else varint({size} << 1)")
+        self.emit(depth, f"out += {_length_prefix(size)}")
 
     def array(self, schema: cs.ConnectSchema, var: str, depth: int) -> None:
         assert schema.items is not None

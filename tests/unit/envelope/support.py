@@ -32,6 +32,8 @@ from bridge.scylla.stream_id import StreamId
 STREAM = StreamId.build(-4_611_686_018_427_387_904, 12345, 7)
 WRITE_MICROS = 1_718_022_896_789_123  # 2024-06-10T12:34:56.789123Z
 NOW_MICROS = 1_718_022_902_001_000
+# The envelope's fields in the Java connector's order (connector.md 2.3).
+ENVELOPE_FIELDS = ["source", "before", "after", "op", "ts_ms", "transaction", "ts_us", "ts_ns"]
 TIME = timeuuid_for(WRITE_MICROS, low=0x8000_0123_4567_89AB)
 
 

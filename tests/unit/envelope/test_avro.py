@@ -16,7 +16,15 @@ from bridge.envelope.avro_serializer import AvroSerializer
 from bridge.envelope.errors import SerializationError
 from bridge.envelope.types import Float32, Float64
 from bridge.scylla.model import Operation
-from tests.unit.envelope.support import InProcessRegistry, fastavro_bytes, make_table, plan_for, row, run
+from tests.unit.envelope.support import (
+    ENVELOPE_FIELDS,
+    InProcessRegistry,
+    fastavro_bytes,
+    make_table,
+    plan_for,
+    row,
+    run,
+)
 
 
 def test_primitive_logical_and_named_types() -> None:
@@ -108,16 +116,7 @@ def test_envelope_schema_defines_each_named_type_once() -> None:
         "P.ks.t.Envelope",
     )
     fields = {f["name"]: f for f in envelope["fields"]}
-    assert [f["name"] for f in envelope["fields"]] == [
-        "source",
-        "before",
-        "after",
-        "op",
-        "ts_ms",
-        "transaction",
-        "ts_us",
-        "ts_ns",
-    ]
+    assert [f["name"] for f in envelope["fields"]] == ENVELOPE_FIELDS
     assert fields["source"]["type"]["name"] == "connector"
     assert fields["source"]["type"]["namespace"] == "com.scylladb.cdc.debezium"
     assert fields["transaction"]["type"][1]["name"] == "block"

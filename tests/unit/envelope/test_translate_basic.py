@@ -10,6 +10,7 @@ import pytest
 from bridge.envelope.records import DropReason, Translation
 from bridge.scylla.model import Operation
 from tests.unit.envelope.support import (
+    ENVELOPE_FIELDS,
     NOW_MICROS,
     WRITE_MICROS,
     Wire,
@@ -262,15 +263,6 @@ def test_topic_and_schema_names() -> None:
     assert PLAN.topic == "P.ks.t"
     assert PLAN.key_schema.name == "P.ks.t.Key"
     assert PLAN.value_schema.name == "P.ks.t.Envelope"
-    assert PLAN.value_schema.field_names == (
-        "source",
-        "before",
-        "after",
-        "op",
-        "ts_ms",
-        "transaction",
-        "ts_us",
-        "ts_ns",
-    )
+    assert list(PLAN.value_schema.field_names) == ENVELOPE_FIELDS
     assert PLAN.after_schema.name == "P.ks.t.After" and PLAN.before_schema.name == "P.ks.t.Before"
     assert PLAN.after_schema.field("v1").schema.name == "P.ks.t.v1.Cell"
