@@ -40,6 +40,14 @@ _CONVERTER_ALIASES = {
 }
 
 
+def converter_kind(text: str) -> ConverterKind:
+    """`json`, `avro` or a Connect converter class name; ValueError names the choices."""
+    kind = _CONVERTER_ALIASES.get(text.strip().lower())
+    if kind is None:
+        raise ValueError(f"unknown converter {text!r}; use one of {', '.join(sorted(_CONVERTER_ALIASES))}")
+    return kind
+
+
 @dataclass(frozen=True, slots=True)
 class EnvelopeSettings:
     topic_prefix: str
@@ -89,9 +97,8 @@ def _parse(field_name: str, key: str, raw: str) -> object:
             raise SettingsError(f"{key}: expected true or false, got {raw!r}")
         return text.lower() == "true"
     if field_name.endswith("_converter"):
-        kind = _CONVERTER_ALIASES.get(text.lower())
-        if kind is None:
-            choices = ", ".join(sorted(_CONVERTER_ALIASES))
-            raise SettingsError(f"{key}: unknown converter {raw!r}; use one of {choices}")
-        return kind
+        try:
+            return converter_kind(text)
+        except ValueError as error:
+            raise SettingsError(f"{key}: {error}") from None
     return text or None

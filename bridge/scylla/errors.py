@@ -60,6 +60,14 @@ class SourceError(Exception):
     """Root of the CDC source's errors."""
 
 
+class SchemaError(SourceError):
+    """A table's schema cannot be loaded, or a log row does not match it."""
+
+
+class TableMissingError(SchemaError):
+    """The table does not exist."""
+
+
 class MalformedLogError(SourceError):
     """Log rows that break the CDC log format (a record without its end-of-batch row, rows out
     of order); the message names the table, stream, `cdc$time` and sequence number."""

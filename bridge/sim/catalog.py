@@ -7,18 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bridge.scylla.schema import Column, ColumnKind, CqlType, TableSchema, parse_cql_type, udt
+from bridge.scylla.errors import SchemaError, TableMissingError
+from bridge.scylla.schema import CqlType
+from bridge.scylla.table_schema import load_table_schema, load_user_types
 from bridge.sim.cdc_options import parse_cdc_options
 from bridge.sim.errors import InvalidRequestError
 from bridge.sim.metadata import MetadataStore
 from bridge.sim.statements import TableInfo
-
-_KINDS = {
-    "partition_key": ColumnKind.PARTITION_KEY,
-    "clustering": ColumnKind.CLUSTERING,
-    "static": ColumnKind.STATIC,
-    "regular": ColumnKind.REGULAR,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,27 +64,10 @@ class Catalog:
         return self._udts[keyspace]
 
     def _load_udts(self, keyspace: str) -> dict[str, CqlType]:
-        rows = list(
-            self.session.execute(
-                "SELECT type_name, field_names, field_types FROM system_schema.types WHERE keyspace_name = %s",
-                (keyspace,),
-            )
-        )
-        resolved: dict[str, CqlType] = {}
-        pending = {row.type_name: row for row in rows}
-        while pending:  # a UDT may use another UDT: resolve in dependency order
-            progress = False
-            for name, row in list(pending.items()):
-                try:
-                    field_types = [parse_cql_type(t, resolved) for t in row.field_types]
-                except ValueError:
-                    continue
-                resolved[name] = udt(name, list(zip(row.field_names, field_types, strict=True)))
-                del pending[name]
-                progress = True
-            if not progress:
-                raise InvalidRequestError(f"cannot resolve user types {sorted(pending)} of keyspace {keyspace}")
-        return resolved
+        try:
+            return load_user_types(self.session, keyspace)
+        except SchemaError as error:
+            raise InvalidRequestError(str(error)) from None
 
     def table(self, keyspace: str, name: str) -> SimTable:
         key = (keyspace, name)
@@ -98,35 +76,17 @@ class Catalog:
         return self._tables[key]
 
     def _load_table(self, keyspace: str, name: str) -> SimTable:
-        rows = list(
-            self.session.execute(
-                "SELECT column_name, kind, position, type, clustering_order FROM system_schema.columns"
-                " WHERE keyspace_name = %s AND table_name = %s",
-                (keyspace, name),
-            )
-        )
-        if not rows:
-            raise InvalidRequestError(f"unconfigured table {name}")
-        udts = self.udts(keyspace)
-        order = {"partition_key": 0, "clustering": 1, "static": 2, "regular": 2}
-        rows.sort(
-            key=lambda r: (order[r.kind], r.position if r.kind in ("partition_key", "clustering") else 0, r.column_name)
-        )
-        columns = tuple(
-            Column(
-                r.column_name,
-                parse_cql_type(r.type, udts),
-                _KINDS[r.kind],
-                descending=r.clustering_order == "desc",
-            )
-            for r in rows
-        )
+        try:
+            schema = load_table_schema(self.session, keyspace, name)
+        except TableMissingError:
+            raise InvalidRequestError(f"unconfigured table {name}") from None
+        except SchemaError as error:
+            raise InvalidRequestError(str(error)) from None
         options_row = self.session.execute(
             "SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
             (keyspace, name),
         ).one()
         raw_cdc = self.metadata.table_cdc(keyspace, name)
-        schema = TableSchema(keyspace, name, columns)
         if raw_cdc is not None:
             schema = replace(schema, cdc=parse_cdc_options(raw_cdc))
         return SimTable(

@@ -1,0 +1,338 @@
+"""The bridge's settings: one frozen model whose fields are the table of every setting.
+
+Each field's alias is the property name users write (the Java connector's where the meaning is
+the same, design.md 2.1); its default and description are the documentation (`cdc-bridge config
+describe` and the README reference are rendered from them). Sources, later ones winning: the
+file (`.properties` or YAML), `CDC_BRIDGE_<KEY>` environment variables (dots as `_`), then
+`--set key=value`. An unknown key, a missing required key or a bad value raises one
+`ConfigError` whose text is `<key>: <reason>`. Secrets are `SecretStr`: masked in `str`, `repr`
+and `describe`, unwrapped only where a client is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import javaproperties
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
+from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
+
+ENV_PREFIX = "CDC_BRIDGE_"
+KAFKA_PREFIX = "kafka."
+MASK = "**********"
+# librdkafka settings that hold secrets (passed through under `kafka.`).
+_KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
+                            "sasl.oauthbearer.client.secret", "ssl_key"})
+
+Millis = Annotated[int, Field(ge=0)]
+
+
+class ConfigError(ValueError):
+    """A setting that stops start-up: `str` is `<key>: <reason>`."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+def _setting(alias: str, default: Any, description: str, **extra: Any) -> Any:
+    return Field(default, alias=alias, description=description, **extra)
+
+
+class BridgeConfig(BaseModel):
+    """Every setting of `cdc-bridge run` (durations in milliseconds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False, hide_input_in_errors=True)
+
+    name: str = Field(alias="name", min_length=1, description="Connector name: the offsets key namespace and "
+                      "the default prefix of the offsets, slots and transactional ids (required).")
+    topic_prefix: str = Field(alias="topic.prefix", min_length=1,
+                              description="Topics are <topic.prefix>.<keyspace>.<table> (required).")
+    cluster_addresses: str = Field(alias="scylla.cluster.ip.addresses", min_length=1,
+                                   description="Contact points, comma-separated host:port (required).")
+    table_names: str = Field(alias="scylla.table.names", min_length=1,
+                             description="CDC tables to read, comma-separated keyspace.table (required).")
+    scylla_user: str | None = _setting("scylla.user", None, "CQL user name.")
+    scylla_password: SecretStr | None = _setting("scylla.password", None, "CQL password (secret).")
+    scylla_password_file: Path | None = _setting("scylla.password.file", None,
+                                                 "File holding the CQL password (Kubernetes Secret mounts).")
+    local_dc: str | None = _setting("scylla.local.dc", None, "Datacenter for DC-aware load balancing.")
+    consistency_level: str = _setting("scylla.consistency.level", "QUORUM", "Consistency level of log reads.")
+    query_time_window_size: Millis = _setting("scylla.query.time.window.size", 30_000,
+                                              "First window size of a group that is behind (ms).")
+    confidence_window_size: Millis = _setting("scylla.confidence.window.size", 30_000,
+                                              "Never read log rows newer than now minus this (ms).")
+    minimal_wait_for_window_time: Millis = _setting("scylla.minimal.wait.for.window.time", 0,
+                                                    "Least pause between two windows of one group (ms).")
+    initial_lookback_ms: Millis = _setting("scylla.initial.lookback.ms", 0, "Without saved offsets start at "
+                                           "now minus this (ms); 0: the oldest data within the log TTL.")
+    vnodes_metadata_keyspace: str = _setting("scylla.cdc.metadata.vnodes.keyspace", "system_distributed",
+                                             "Keyspace of the vnode CDC generation tables.")
+    tablets_metadata_keyspace: str = _setting("scylla.cdc.metadata.tablets.keyspace", "system",
+                                              "Keyspace of the tablet CDC stream tables.")
+    preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
+    postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
+    tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
+    heartbeat_interval_ms: Millis = _setting("heartbeat.interval.ms", 10_000, "How often positions of groups "
+                                             "that only advanced (no records) are committed (ms).")
+    key_converter: str = _setting("key.converter", "json", "json or avro (Connect class names accepted).")
+    value_converter: str = _setting("value.converter", "json", "json or avro (Connect class names accepted).")
+    key_schemas_enable: bool = _setting("key.converter.schemas.enable", True, "JSON keys with their schema.")
+    value_schemas_enable: bool = _setting("value.converter.schemas.enable", True, "JSON values with their schema.")
+    key_registry_url: str | None = _setting("key.converter.schema.registry.url", None, "Registry for Avro keys.")
+    value_registry_url: str | None = _setting("value.converter.schema.registry.url", None,
+                                              "Registry for Avro values.")
+    dropped_changes_topic: str | None = _setting("dropped.changes.topic", None,
+                                                 "Side topic for range and clustered partition deletes.")
+    offset_storage_topic: str | None = _setting("offset.storage.topic", None,
+                                                "Compacted offsets topic; default <name>-offsets.")
+    offset_storage_partitions: int = _setting("offset.storage.partitions", 25, "Partitions of a new offsets "
+                                              "topic.", ge=1)
+    offset_storage_replication_factor: int = _setting("offset.storage.replication.factor", -1,
+                                                      "Replication of a new offsets topic; -1: broker default.")
+    slots_topic: str | None = _setting("slots.topic", None, "Topic whose partitions are the slots; default "
+                                       "<name>-slots.")
+    slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
+    worker_instance_id: str | None = _setting("worker.instance.id", None, "Stable id of this worker (static "
+                                              "group membership), e.g. the pod name.")
+    commit_interval_ms: int = _setting("commit.interval.ms", 250, "Longest time a transaction stays open "
+                                       "(ms).", ge=10)
+    commit_max_records: int = _setting("commit.max.records", 5_000, "Records after which a transaction is "
+                                       "committed.", ge=1)
+    shutdown_timeout_ms: int = _setting("shutdown.timeout.ms", 30_000, "Bound on a graceful stop (ms).", ge=1)
+    metrics_port: int = _setting("metrics.port", 9404, "Port of /metrics, /healthz, /readyz; 0: off.",
+                                 ge=0, le=65535)
+    kafka: dict[str, SecretStr] = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
+                                        "settings (librdkafka names) under the prefix kafka., e.g. "
+                                        "kafka.bootstrap.servers (required).")
+
+    @field_validator("consistency_level")
+    @classmethod
+    def _consistency(cls, value: str) -> str:
+        if value.upper() not in CONSISTENCY_LEVELS:
+            raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
+        return value.upper()
+
+    @field_validator("key_converter", "value_converter")
+    @classmethod
+    def _converter(cls, value: str) -> str:
+        return converter_kind(value).value
+
+    @field_validator("kafka")
+    @classmethod
+    def _bootstrap(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        if "bootstrap.servers" not in value:
+            raise ValueError("required, missing")
+        return value
+
+    # ------------------------------------------------------------------ derived settings
+
+    @property
+    def offsets_topic(self) -> str:
+        return self.offset_storage_topic or f"{self.name}-offsets"
+
+    @property
+    def slots_topic_name(self) -> str:
+        return self.slots_topic or f"{self.name}-slots"
+
+    def tables(self) -> list[tuple[str, str]]:
+        return [_table(part) for part in self.table_names.split(",") if part.strip()]
+
+    def scylla_contact_points(self) -> list[tuple[str, int]]:
+        return [_address(part) for part in self.cluster_addresses.split(",") if part.strip()]
+
+    def scylla_password_value(self) -> str | None:
+        if self.scylla_password_file is not None:
+            return _read_secret("scylla.password.file", self.scylla_password_file)
+        return self.scylla_password.get_secret_value() if self.scylla_password else None
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings, secrets unwrapped (`kafka.sasl.password.file` read here)."""
+        config = {key: value.get_secret_value() for key, value in self.kafka.items()}
+        path = config.pop("sasl.password.file", None)
+        if path is not None:
+            config["sasl.password"] = _read_secret("kafka.sasl.password.file", Path(path))
+        return config
+
+    def reader_settings(self) -> ReaderSettings:
+        return ReaderSettings(
+            confidence_window_size_ms=self.confidence_window_size,
+            query_time_window_size_ms=self.query_time_window_size,
+            minimal_wait_for_window_time_ms=self.minimal_wait_for_window_time,
+            consistency_level=self.consistency_level,
+            initial_lookback_ms=self.initial_lookback_ms,
+            vnodes_metadata_keyspace=self.vnodes_metadata_keyspace,
+            tablets_metadata_keyspace=self.tablets_metadata_keyspace,
+        )
+
+    def envelope_settings(self) -> EnvelopeSettings:
+        return EnvelopeSettings(
+            topic_prefix=self.topic_prefix,
+            experimental_preimages_enabled=self.preimages,
+            experimental_postimages_enabled=self.postimages,
+            tombstones_on_delete=self.tombstones_on_delete,
+            key_converter=ConverterKind(self.key_converter),
+            value_converter=ConverterKind(self.value_converter),
+            key_converter_schemas_enable=self.key_schemas_enable,
+            value_converter_schemas_enable=self.value_schemas_enable,
+            key_converter_schema_registry_url=self.key_registry_url,
+            value_converter_schema_registry_url=self.value_registry_url,
+            dropped_changes_topic=self.dropped_changes_topic,
+        )
+
+    def describe(self) -> Iterator[tuple[str, str, str, str]]:
+        """(key, effective value, default, meaning) of every setting; secrets masked."""
+        for field_name, info in type(self).model_fields.items():
+            key = info.alias or field_name
+            if key == "kafka.*":
+                for name, secret in sorted(self.kafka.items()):
+                    shown = MASK if _is_kafka_secret(name) else secret.get_secret_value()
+                    yield f"kafka.{name}", shown, "", "Kafka client setting"
+                continue
+            value = getattr(self, field_name)
+            shown = MASK if isinstance(value, SecretStr) else ("" if value is None else _text(value))
+            default = "" if info.is_required() else _text(info.default)
+            yield key, shown, default, info.description or ""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "" if value is None else str(value)
+
+
+def _is_kafka_secret(name: str) -> bool:
+    return name in _KAFKA_SECRETS or "password" in name or "secret" in name
+
+
+def _table(text: str) -> tuple[str, str]:
+    keyspace, dot, table = text.strip().partition(".")
+    if not (dot and keyspace and table):
+        raise ValueError(f"{text.strip()!r} is not keyspace.table")
+    return keyspace, table
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, colon, port = text.strip().rpartition(":")
+    if not colon:
+        return text.strip(), 9042
+    if not port.isdigit() or not host:
+        raise ValueError(f"{text.strip()!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+def _read_secret(key: str, path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError as error:
+        raise ConfigError(key, f"cannot read {path}: {error.strerror}") from None
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def _aliases() -> dict[str, str]:
+    return {(info.alias or name): name for name, info in BridgeConfig.model_fields.items()}
+
+
+def read_file(path: Path) -> dict[str, str]:
+    """Flat `key -> text` from a `.properties` or YAML file (nested YAML maps join with dots)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError("--config", f"cannot read {path}: {error.strerror}") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            loaded = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError("--config", f"{path} is not valid YAML: {error}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError("--config", f"{path} must hold a mapping of settings")
+        return dict(_flatten(loaded))
+    return dict(javaproperties.loads(text))
+
+
+def _flatten(tree: Mapping[Any, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{name}.")
+        else:
+            yield name, _text(value)
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`CDC_BRIDGE_<KEY>` for every known key (dots and dashes as `_`) and `CDC_BRIDGE_KAFKA_<X>`
+    for `kafka.<x>` (lower case, `_` as dots)."""
+    by_env = {ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_"): key
+              for key in _aliases() if key != "kafka.*"}
+    found: dict[str, str] = {}
+    for variable, value in environ.items():
+        if variable in by_env:
+            found[by_env[variable]] = value
+        elif variable.startswith(ENV_PREFIX + "KAFKA_"):
+            found["kafka." + variable[len(ENV_PREFIX) + 6:].lower().replace("_", ".")] = value
+    return found
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise ConfigError("--set", f"{pair!r} is not key=value")
+        found[key.strip()] = value
+    return found
+
+
+def build_config(properties: Mapping[str, str]) -> BridgeConfig:
+    aliases = _aliases()
+    values: dict[str, Any] = {}
+    kafka: dict[str, str] = {}
+    for key, value in properties.items():
+        if key.startswith(KAFKA_PREFIX) and len(key) > len(KAFKA_PREFIX):
+            kafka[key[len(KAFKA_PREFIX):]] = value
+        elif key in aliases and key != "kafka.*":
+            values[key] = value if value.strip() != "" else None
+        else:
+            raise ConfigError(key, "unknown setting (see `cdc-bridge config describe`)")
+    values["kafka.*"] = kafka
+    try:
+        config = BridgeConfig.model_validate(values)
+        config.tables()
+        config.scylla_contact_points()
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "config"
+        key = "kafka.bootstrap.servers" if field == "kafka.*" else field
+        raise ConfigError(key, _reason(first)) from None
+    except ValueError as error:
+        key = "scylla.table.names" if "keyspace.table" in str(error) else "scylla.cluster.ip.addresses"
+        raise ConfigError(key, str(error)) from None
+    return config
+
+
+def _reason(error: Any) -> str:
+    if error["type"] == "missing":
+        return "required, missing"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message[0].lower() + message[1:] if message else "invalid"
+
+
+def load_config(
+    path: Path | None,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BridgeConfig:
+    properties = read_file(path) if path is not None else {}
+    properties.update(from_environment(os.environ if environ is None else environ))
+    properties.update(overrides or {})
+    return build_config(properties)

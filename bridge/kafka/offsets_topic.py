@@ -1,0 +1,94 @@
+"""The compacted offsets topic, followed by every worker.
+
+Each worker reads the whole topic with `read_committed` and keeps the latest committed position
+of every group of its connector `name`. A new owner of a slot first catches up to the end of the
+topic: an offsets record of the previous owner's still-open transaction holds the last stable
+offset back, so the new owner waits for that transaction to commit or abort and never starts
+from a position older than the last committed one, nor from an aborted one. Successor groups
+learn from the same map that predecessors read by other workers are finished.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import structlog
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from bridge.kafka.errors import KafkaUnavailableError
+from bridge.kafka.offsets import decode_key, decode_value
+from bridge.scylla.groups import GroupId
+from bridge.scylla.positions import Position
+
+log = structlog.get_logger(__name__)
+
+
+class OffsetsTopic:
+    """Latest committed position per group of `name`, from the offsets topic."""
+
+    def __init__(self, client_config: dict[str, str], topic: str, name: str) -> None:
+        self.topic = topic
+        self.name = name
+        self.positions: dict[GroupId, Position] = {}
+        self._consumer = Consumer({
+            **client_config,
+            "group.id": f"{name}-offsets-reader-{uuid.uuid4().hex[:8]}",  # never joins or commits
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+        })
+        self._partitions: list[int] = []
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        metadata = self._consumer.list_topics(self.topic, timeout=timeout_s)
+        topic = metadata.topics.get(self.topic)
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise KafkaUnavailableError(f"offsets topic {self.topic} is not available")
+        self._partitions = sorted(topic.partitions)
+        self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
+
+    def poll(self, max_messages: int = 10_000) -> int:
+        """Apply what has arrived, without waiting; returns how many records were read."""
+        messages = self._consumer.consume(max_messages, timeout=0)
+        for message in messages:
+            self._apply(message)
+        return len(messages)
+
+    def catch_up(self, timeout_s: float) -> None:
+        """Read up to the end every partition had when called (waiting for open transactions)."""
+        deadline = time.monotonic() + timeout_s
+        ends = {p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout_s)[1]
+                for p in self._partitions}
+        while True:
+            for message in self._consumer.consume(10_000, timeout=0.1):
+                self._apply(message)
+            positions = self._consumer.position([TopicPartition(self.topic, p) for p in self._partitions])
+            behind = [tp.partition for tp in positions if tp.offset < ends[tp.partition]]
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise KafkaUnavailableError(
+                    f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
+                )
+
+    def _apply(self, message: Any) -> None:
+        if message.error() is not None:
+            if message.error().code() != KafkaError._PARTITION_EOF:
+                log.warning("offsets topic read error", topic=self.topic, error=str(message.error()))
+            return
+        decoded = decode_key(message.key() or b"")
+        if decoded is None or decoded[0] != self.name:
+            return
+        group = decoded[1]
+        if message.value() is None:
+            self.positions.pop(group, None)
+            return
+        try:
+            self.positions[group] = decode_value(message.value())
+        except ValueError as error:
+            log.error("unreadable offsets value", group=str(group), offset=message.offset(), error=str(error))
+
+    def close(self) -> None:
+        self._consumer.close()
