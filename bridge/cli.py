@@ -19,10 +19,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cdc-bridge {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    from bridge.config_cli import register as register_config
     from bridge.demo import register as register_demo
     from bridge.sim.cli import register as register_sim
     from bridge.stack.cli import register as register_stack
+    from bridge.worker_cli import register as register_run
 
+    register_run(commands)
+    register_config(commands)
     register_stack(commands)
     register_sim(commands)
     register_demo(commands)

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import structlog
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.offsets import decode_key, decode_value
@@ -59,19 +59,29 @@ class OffsetsTopic:
     def catch_up(self, timeout_s: float) -> None:
         """Read up to the end every partition had when called (waiting for open transactions)."""
         deadline = time.monotonic() + timeout_s
-        ends = {p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout_s)[1]
-                for p in self._partitions}
+        ends = {p: self._end_of(p, deadline) for p in self._partitions}
         while True:
             for message in self._consumer.consume(10_000, timeout=0.1):
                 self._apply(message)
             positions = self._consumer.position([TopicPartition(self.topic, p) for p in self._partitions])
-            behind = [tp.partition for tp in positions if tp.offset < ends[tp.partition]]
+            behind = [tp.partition for tp in positions if _behind(tp.offset, *ends[tp.partition])]
             if not behind:
                 return
             if time.monotonic() > deadline:
                 raise KafkaUnavailableError(
                     f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
                 )
+
+    def _end_of(self, partition: int, deadline: float) -> tuple[int, int]:
+        """The (low, high) watermarks, retried while a new topic's leader is being elected."""
+        while True:
+            try:
+                low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+                return int(low), int(high)
+            except KafkaException as error:
+                if time.monotonic() > deadline or (not error.args[0].retriable() and not _electing(error)):
+                    raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
+                time.sleep(0.2)
 
     def _apply(self, message: Any) -> None:
         if message.error() is not None:
@@ -92,3 +102,13 @@ class OffsetsTopic:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def _electing(error: KafkaException) -> bool:
+    return bool(error.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT))
+
+
+def _behind(position: int, low: int, high: int) -> bool:
+    """Whether records before `high` are still unread (a negative position: nothing read yet)."""
+    return high > low and position < high

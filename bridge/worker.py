@@ -1,0 +1,302 @@
+"""One worker process: slots -> group readers -> translate -> serialize -> one Kafka transaction.
+
+The main thread runs everything but Cassandra and Kafka I/O (the reader's and librdkafka's own
+threads): it turns the slot consumer's callbacks, follows the offsets topic, takes the reader's
+events, translates and produces records, and commits. A transaction holds the records of every
+owned group plus the offset record of each group it advanced; an aborted one is re-read from
+the last committed positions. docs/worker.md has the design and the failure cases.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from bridge.config import BridgeConfig
+from bridge.envelope import RecordSerializer, TranslationError, Translator, build_record_serializer
+from bridge.kafka.errors import ProducerFencedError, TransactionAbortedError
+from bridge.kafka.offsets import encode_key, encode_value
+from bridge.kafka.offsets_topic import OffsetsTopic
+from bridge.kafka.slots import SlotMembership
+from bridge.kafka.transactions import TransactionalProducer
+from bridge.ownership import GroupBook
+from bridge.scylla.errors import SchemaError
+from bridge.scylla.events import (
+    GroupDiscovered,
+    GroupEndKnown,
+    GroupFinished,
+    GroupProgress,
+    GroupRetrying,
+    PossibleGap,
+    ReaderFailed,
+    RecordRead,
+    SourceEvent,
+)
+from bridge.scylla.groups import GroupId
+from bridge.scylla.positions import Position
+from bridge.scylla.reader import SourceReader
+from bridge.scylla.table_schema import TableSchemas
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Stats:
+    records_produced: int = 0
+    transactions: int = 0
+    aborts: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class Worker:
+    def __init__(self, config: BridgeConfig, session: Any, kafka_config: dict[str, str]) -> None:
+        self.config = config
+        self.stats = Stats()
+        self._session = session
+        self._kafka = kafka_config
+        self._book = GroupBook(config.name, config.slots_count)
+        self._schemas = TableSchemas(session)
+        self._translator = Translator(config.envelope_settings())
+        self._serializer: RecordSerializer = build_record_serializer(self._translator.settings)
+        self._pending: dict[GroupId, Position] = {}
+        self._committed: dict[GroupId, Position] = {}  # ours, authoritative over the follower's view
+        self._urgent = False
+        self._changed = True
+        self._txn_started = 0.0
+        self._last_commit = time.monotonic()
+        self._fatal: str | None = None
+        instance = config.worker_instance_id
+        self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name)
+        self._producer: TransactionalProducer | None = None
+        self._transactional_id = f"{config.name}-{instance}" if instance else None
+        self._reader: SourceReader | None = None
+        self._membership: SlotMembership | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        for keyspace, table in self.config.tables():
+            self._schemas.get(keyspace, table)  # a missing table stops start-up here
+        self._offsets.start()
+        self._offsets.catch_up(timeout_s=60)
+        self._producer = self._new_producer()
+        self._reader = SourceReader(self._session, self.config.reader_settings())
+        for keyspace, table in self.config.tables():
+            self._reader.watch_table(keyspace, table)
+        self._membership = SlotMembership(
+            self._kafka, self.config.slots_topic_name, f"{self.config.name}-workers", self.config.worker_instance_id,
+            on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
+        )
+
+    def _new_producer(self) -> TransactionalProducer:
+        import uuid
+
+        transactional_id = self._transactional_id or f"{self.config.name}-{uuid.uuid4().hex[:12]}"
+        return TransactionalProducer(self._kafka, transactional_id)
+
+    def run(self, stop: threading.Event) -> int:
+        """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""
+        assert self._reader is not None and self._membership is not None
+        while not stop.is_set() and self._fatal is None:
+            self._membership.poll()
+            if self._offsets.poll():
+                self._changed = True
+            for event in self._reader.poll(timeout_s=0.02):
+                self._handle(event)
+            if self._changed:
+                self._start_ready()
+            self._maybe_commit()
+        return self.shutdown()
+
+    def shutdown(self) -> int:
+        log.info("worker stopping", pending_groups=len(self._pending))
+        self._commit_quietly()
+        if self._membership is not None:
+            self._membership.close()  # revokes our slots (stop + commit) and leaves the group
+        if self._reader is not None:
+            self._reader.close()
+        if self._producer is not None:
+            self._producer.close()
+        self._offsets.close()
+        if self._fatal is not None:
+            log.error("worker failed", error=self._fatal)
+            return 1
+        log.info("worker stopped", records=self.stats.records_produced, transactions=self.stats.transactions)
+        return 0
+
+    # ------------------------------------------------------------------ slots
+
+    def _assigned(self, slots: set[int]) -> None:
+        self._offsets.catch_up(timeout_s=60)  # waits out the previous owner's open transaction
+        self._book.owned |= slots
+        self._changed = True
+        log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
+
+    def _revoked(self, slots: set[int]) -> None:
+        groups = self._book.active_in(slots)
+        self._stop_groups(groups)
+        self._commit_quietly()
+        self._forget(groups)
+        self._book.owned -= slots
+        log.info("slots revoked", slots=sorted(slots), groups=len(groups))
+
+    def _lost(self, slots: set[int]) -> None:
+        groups = self._book.active_in(slots)
+        self._stop_groups(groups)
+        for group in groups:
+            self._pending.pop(group, None)
+        self._forget(groups)
+        self._book.owned -= slots
+        log.warning("slots lost", slots=sorted(slots), groups=len(groups))
+        self._restart_from_commit()  # the open transaction may hold their records: abort it
+
+    def _forget(self, groups: list[GroupId]) -> None:
+        for group in groups:
+            self._book.active.discard(group)
+            self._committed.pop(group, None)
+
+    # ------------------------------------------------------------------ groups
+
+    def _start_ready(self) -> None:
+        assert self._reader is not None
+        self._changed = False
+        committed = self._committed_view()
+        for group in self._book.to_start(committed):
+            self._book.active.add(group)
+            position = committed.get(group)
+            self._reader.start_group(group, position)
+            log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
+                     position=None if position is None else position.to_offsets_value())
+
+    def _committed_view(self) -> dict[GroupId, Position]:
+        return {**self._offsets.positions, **self._committed}
+
+    def _stop_groups(self, groups: list[GroupId]) -> None:
+        assert self._reader is not None
+        for group in groups:
+            self._reader.stop_group(group)
+
+    def _handle(self, event: SourceEvent) -> None:
+        if isinstance(event, RecordRead):
+            if event.group in self._book.active:
+                self._produce(event)
+        elif isinstance(event, GroupProgress):
+            if event.group in self._book.active:
+                self._pending[event.group] = event.position
+        elif isinstance(event, GroupFinished):
+            if event.group in self._book.active:
+                self._pending[event.group] = event.position
+                self._urgent = True  # successors, maybe on other workers, wait for this commit
+                log.info("group finished", keyspace=event.group.keyspace, table=event.group.table,
+                         group=str(event.group))
+        elif isinstance(event, GroupDiscovered):
+            self._book.discovered(event.group)
+            self._changed = True
+        elif isinstance(event, GroupEndKnown):
+            self._book.end_known(event.group, event.end_us)
+            self._changed = True
+        else:
+            self._report(event)
+
+    def _report(self, event: PossibleGap | GroupRetrying | ReaderFailed) -> None:
+        if isinstance(event, PossibleGap):
+            log.error("possible gap: saved position older than the log TTL", keyspace=event.group.keyspace,
+                      table=event.group.table, group=str(event.group), oldest_us=event.oldest_us)
+        elif isinstance(event, GroupRetrying):
+            log.warning("group retrying", keyspace=event.group.keyspace, table=event.group.table,
+                        group=str(event.group), error=event.error, delay_ms=round(event.delay_ms))
+        elif event.group is not None:
+            self._fail_group(event.group, event.message)
+        else:
+            self._fatal = f"{event.table}: {event.message}"
+
+    def _fail_group(self, group: GroupId, message: str) -> None:
+        """A group that cannot go on stops loudly; its position stays before the bad record."""
+        assert self._reader is not None
+        self._reader.stop_group(group)
+        self._book.active.discard(group)
+        self._book.failed.add(group)
+        log.error("group failed", keyspace=group.keyspace, table=group.table, group=str(group), error=message)
+
+    def _produce(self, event: RecordRead) -> None:
+        assert self._producer is not None
+        try:
+            schema = self._schemas.for_record(event.record)
+            translation = self._translator.translate(event.record, schema)
+            encoded = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
+        except (TranslationError, SchemaError) as error:
+            self._fail_group(event.group, str(error))
+            return
+        if not self._producer.is_open:
+            self._txn_started = time.monotonic()
+        for topic, key, value in encoded:
+            self._producer.produce(topic, key, value)
+        self.stats.records_produced += len(encoded)
+        for reason, count in translation.dropped.items():
+            self.stats.dropped[reason.value] = self.stats.dropped.get(reason.value, 0) + count
+        self._pending[event.group] = event.position
+
+    # ------------------------------------------------------------------ transactions
+
+    def _maybe_commit(self) -> None:
+        assert self._producer is not None
+        self._producer.serve()
+        now = time.monotonic()
+        records = self._producer.records_in_transaction
+        due = records >= self.config.commit_max_records or (
+            records > 0 and now - self._txn_started >= self.config.commit_interval_ms / 1000
+        )
+        if not due and self._pending:
+            since = now - self._last_commit
+            due = since >= self.config.heartbeat_interval_ms / 1000 or (
+                self._urgent and since >= self.config.commit_interval_ms / 1000)
+        if due:
+            self._commit()
+
+    def _commit(self) -> None:
+        assert self._producer is not None and self._membership is not None
+        try:
+            for group, position in self._pending.items():
+                self._producer.produce(self.config.offsets_topic, encode_key(self.config.name, group),
+                                       encode_value(position))
+            self._producer.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
+        except ProducerFencedError as error:
+            log.warning("producer fenced; starting a new one", error=str(error))
+            self._producer = self._new_producer()
+            self._restart_from_commit()
+            return
+        except TransactionAbortedError as error:
+            log.warning("transaction aborted; re-reading from the last commit", error=str(error))
+            self._restart_from_commit()
+            return
+        self._committed.update(self._pending)
+        if any(self._book.finished(g, self._committed) for g in self._pending):
+            self._changed = True
+        for group in [g for g in self._book.active if self._book.finished(g, self._committed)]:
+            self._book.active.discard(group)
+        self._pending.clear()
+        self._urgent = False
+        self._last_commit = time.monotonic()
+        self.stats.transactions += 1
+
+    def _commit_quietly(self) -> None:
+        if self._producer is not None and (self._pending or self._producer.is_open):
+            self._commit()
+
+    def _restart_from_commit(self) -> None:
+        """Abort what is open and read every active group again from its last commit."""
+        assert self._producer is not None
+        self.stats.aborts += 1
+        try:
+            self._producer.abort()
+        except ProducerFencedError:
+            self._producer = self._new_producer()
+        self._pending.clear()
+        groups = sorted(self._book.active, key=str)
+        self._stop_groups(groups)
+        self._book.active.clear()
+        self._changed = True  # `_start_ready` starts them again from the committed positions

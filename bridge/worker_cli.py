@@ -1,0 +1,92 @@
+"""`cdc-bridge run`: one worker process, until SIGTERM/SIGINT (exit 0 after a graceful stop)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import structlog
+
+from bridge.config import BridgeConfig, ConfigError
+from bridge.config_cli import add_config_arguments, config_from_args
+from bridge.kafka.errors import KafkaUnavailableError
+from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
+from bridge.scylla.errors import TableMissingError
+from bridge.scylla.session import ClusterUnavailableError, connect
+
+log = structlog.get_logger(__name__)
+KAFKA_TIMEOUT_S = 15.0
+
+
+def register(commands: Any) -> None:
+    run = commands.add_parser("run", help="run one worker (any number may run, on any hosts)",
+                              description="Read the configured CDC tables and produce Debezium envelopes to "
+                                          "Kafka exactly once; workers sharing `name` share the work.")
+    add_config_arguments(run)
+    run.set_defaults(handler=_run)
+
+
+def _fail(key: str, reason: str) -> int:
+    print(f"error: {key}: {reason}", file=sys.stderr)
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if config is None:
+        return 2
+    try:
+        kafka = config.kafka_client_config()
+        cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
+                                   password=config.scylla_password_value(), local_dc=config.local_dc)
+    except ConfigError as error:
+        return _fail(error.key, error.reason)
+    except ClusterUnavailableError as error:
+        return _fail("scylla.cluster.ip.addresses", str(error))
+    try:
+        return _serve(config, session, kafka)
+    finally:
+        cluster.shutdown()
+
+
+def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str]) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    from bridge.worker import Worker
+
+    admin = AdminClient({**kafka, "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
+    topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
+                            config.offset_storage_replication_factor),
+              slots_topic(config.slots_topic_name, config.slots_count)]
+    topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
+    try:
+        ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
+        worker = Worker(config, session, kafka)
+        worker.start()
+    except KafkaUnavailableError as error:
+        return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")
+    except TableMissingError as error:
+        return _fail("scylla.table.names", str(error))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    _exit_after(config.shutdown_timeout_ms / 1000, stop)
+    log.info("worker running", name=config.name, tables=len(config.tables()), pid=os.getpid())
+    return worker.run(stop)
+
+
+def _exit_after(bound_s: float, stop: threading.Event) -> None:
+    """A stop that overruns its bound ends the process (exit 3): a hung broker must not keep a
+    pod in Terminating forever."""
+
+    def watch() -> None:
+        stop.wait()
+        if not threading.Event().wait(bound_s):
+            log.error("graceful stop overran its bound; exiting", bound_s=bound_s)
+            os._exit(3)
+
+    threading.Thread(target=watch, name="shutdown-watchdog", daemon=True).start()
