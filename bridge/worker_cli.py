@@ -13,8 +13,10 @@ import structlog
 
 from bridge.config import BridgeConfig, ConfigError
 from bridge.config_cli import add_config_arguments, config_from_args
+from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
+from bridge.observability import configure_logging
 from bridge.scylla.errors import TableMissingError
 from bridge.scylla.session import ClusterUnavailableError, connect
 
@@ -36,6 +38,7 @@ def _fail(key: str, reason: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    configure_logging()
     config = config_from_args(args)
     if config is None:
         return 2
@@ -58,7 +61,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str]) -> int:
 
     from bridge.worker import Worker
 
-    admin = AdminClient({**kafka, "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
+    admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count)]

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.offsets import decode_key, decode_value
 from bridge.scylla.groups import GroupId
@@ -33,7 +34,7 @@ class OffsetsTopic:
         self.name = name
         self.positions: dict[GroupId, Position] = {}
         self._consumer = Consumer({
-            **client_config,
+            **with_logger(client_config),
             "group.id": f"{name}-offsets-reader-{uuid.uuid4().hex[:8]}",  # never joins or commits
             "enable.auto.commit": False,
             "isolation.level": "read_committed",

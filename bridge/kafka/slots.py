@@ -20,6 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from bridge.kafka.client_log import with_logger
 from bridge.kafka.offsets import encode_key
 from bridge.scylla.groups import GroupId
 
@@ -45,7 +46,7 @@ class SlotMembership:
         config: dict[str, Any] = {
             "session.timeout.ms": 10_000,  # a dead worker's slots move after this
             "heartbeat.interval.ms": 1_000,
-            **client_config,
+            **with_logger(client_config),
             "group.id": group_id,
             "partition.assignment.strategy": "cooperative-sticky",
             "enable.auto.commit": False,

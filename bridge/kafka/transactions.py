@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
+from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 
 log = structlog.get_logger(__name__)
@@ -40,7 +41,7 @@ class TransactionalProducer:
         config: dict[str, Any] = {
             "linger.ms": 20,
             "compression.type": "lz4",
-            **client_config,
+            **with_logger(client_config),
             "transactional.id": transactional_id,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             "partitioner": "murmur2_random",  # the Java client's partitions, for keys and offsets alike

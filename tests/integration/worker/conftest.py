@@ -1,0 +1,46 @@
+"""Fixtures for tests that run real worker processes: every process started is stopped by pid."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints
+from tests.integration.worker.harness import WorkerProcess, start_worker, worker_properties, write_properties
+
+
+@pytest.fixture
+def emulator(stack: Endpoints) -> Iterator[Emulator]:
+    with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
+        yield emu
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(config: Path, label: str, *extra: str) -> WorkerProcess:
+        worker = start_worker(config, tmp_path, label, *extra)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
+@pytest.fixture
+def bridge_name(topic_name: str) -> str:
+    return topic_name[:40]
+
+
+@pytest.fixture
+def config_for(tmp_path: Path, stack: Endpoints, bridge_name: str) -> Callable[..., Path]:
+    def make(tables: list[str], **extra: object) -> Path:
+        return write_properties(tmp_path / f"{bridge_name}.properties",
+                                worker_properties(stack, bridge_name, tables, **extra))
+
+    return make

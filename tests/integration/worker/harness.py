@@ -1,0 +1,136 @@
+"""Real `cdc-bridge run` processes for tests: config files, start, stop by pid, JSON log lines,
+and a read_committed look at what they produced."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer
+
+from bridge.stack.layout import Endpoints
+
+CLI = [sys.executable, "-m", "bridge.cli"]
+
+
+def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extra: object) -> dict[str, str]:
+    props = {
+        "name": name,
+        "topic.prefix": name,
+        "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
+        "scylla.table.names": ",".join(tables),
+        "scylla.confidence.window.size": "2000",
+        "scylla.initial.lookback.ms": "300000",
+        "scylla.cdc.metadata.vnodes.keyspace": "sim_system_distributed",
+        "scylla.cdc.metadata.tablets.keyspace": "sim_system",
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
+        "kafka.bootstrap.servers": endpoints.kafka_bootstrap,
+        "slots.count": "12",
+        "offset.storage.partitions": "3",
+        "metrics.port": "0",
+    }
+    props.update({key.replace("__", "."): str(value) for key, value in extra.items()})
+    return props
+
+
+def write_properties(path: Path, props: dict[str, str]) -> Path:
+    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
+    return path
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def events(self) -> list[dict[str, Any]]:
+        found = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                found.append(json.loads(line))
+        return found
+
+    def stop(self, timeout_s: float = 40.0) -> int:
+        """SIGTERM by pid; SIGKILL if it overruns. Returns the exit code."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                return self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+        return self.process.wait(10)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+
+def start_worker(config: Path, log_dir: Path, label: str, *extra_args: str) -> WorkerProcess:
+    log_path = log_dir / f"{label}-{uuid.uuid4().hex[:6]}.log"
+    with log_path.open("wb") as out:
+        process = subprocess.Popen([*CLI, "run", "--config", str(config), *extra_args], stdout=out,
+                                   stderr=subprocess.STDOUT)
+    return WorkerProcess(process, log_path)
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def owned_slots(worker: WorkerProcess) -> set[int]:
+    owned: set[int] = set()
+    for event in worker.events():
+        if event.get("event") == "slots assigned":
+            owned |= set(event["slots"])
+        elif event.get("event") in ("slots revoked", "slots lost"):
+            owned -= set(event["slots"])
+    return owned
+
+
+def read_topic(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
+               settle_s: float = 3.0) -> list[tuple[bytes | None, bytes | None]]:
+    """Everything committed in `topic`: waits for `expected` records, then `settle_s` more so
+    that duplicates beyond it would show."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    messages: list[tuple[bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + timeout_s
+    settle_until: float | None = None
+    try:
+        while time.monotonic() < deadline and (settle_until is None or time.monotonic() < settle_until):
+            for message in consumer.consume(1000, timeout=0.5):
+                if message.error() is None:
+                    messages.append((message.key(), message.value()))
+            if settle_until is None and len(messages) >= expected:
+                settle_until = time.monotonic() + settle_s
+    finally:
+        consumer.close()
+    return messages
+
+
+def ids_of(messages: list[tuple[bytes | None, bytes | None]]) -> Iterator[int]:
+    for key, value in messages:
+        if value is not None and key is not None:
+            yield int(json.loads(key)["id"])

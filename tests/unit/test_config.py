@@ -1,0 +1,98 @@
+"""Settings: one line naming the key for every problem; sources and secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.config import ConfigError, build_config, load_config, parse_sets
+from bridge.config_cli import render_reference
+
+BASE = {
+    "name": "c1",
+    "topic.prefix": "p",
+    "scylla.cluster.ip.addresses": "10.0.0.1:9042,10.0.0.2:19042",
+    "scylla.table.names": "ks.t1, ks.t2",
+    "kafka.bootstrap.servers": "k:9092",
+}
+
+
+def with_(**changes: str | None) -> dict[str, str]:
+    props = dict(BASE)
+    for key, value in changes.items():
+        key = key.replace("__", ".")
+        if value is None:
+            props.pop(key, None)
+        else:
+            props[key] = value
+    return props
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (with_(**{"scylla.nope": "1"}), "scylla.nope: unknown setting"),
+        (with_(**{"topic.prefix": None}), "topic.prefix: required, missing"),
+        (with_(**{"scylla.confidence.window.size": "soon"}), "scylla.confidence.window.size: input should be"),
+        (with_(**{"scylla.confidence.window.size": "-5"}), "scylla.confidence.window.size: input should be greater"),
+        (with_(**{"scylla.consistency.level": "MOST"}), "scylla.consistency.level: must be one of"),
+        (with_(**{"value.converter": "protobuf"}), "value.converter: unknown converter"),
+        (with_(**{"scylla.table.names": "just_a_table"}), "scylla.table.names: 'just_a_table' is not keyspace.table"),
+        (with_(**{"scylla.cluster.ip.addresses": "h:port"}), "scylla.cluster.ip.addresses: 'h:port' is not host:port"),
+        (with_(**{"kafka.bootstrap.servers": None}), "kafka.bootstrap.servers: required, missing"),
+    ],
+)
+def test_each_bad_setting_is_one_line_naming_its_key(props: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        build_config(props)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def test_derived_settings() -> None:
+    config = build_config(with_(**{"scylla.confidence.window.size": "2000", "value.converter":
+                                   "org.apache.kafka.connect.json.JsonConverter"}))
+    assert config.tables() == [("ks", "t1"), ("ks", "t2")]
+    assert config.scylla_contact_points() == [("10.0.0.1", 9042), ("10.0.0.2", 19042)]
+    assert config.offsets_topic == "c1-offsets" and config.slots_topic_name == "c1-slots"
+    assert config.reader_settings().confidence_window_size_ms == 2000
+    assert config.envelope_settings().topic_prefix == "p"
+    assert config.kafka_client_config() == {"bootstrap.servers": "k:9092"}
+
+
+def test_file_then_environment_then_set(tmp_path: Path) -> None:
+    properties = tmp_path / "w.properties"
+    properties.write_text("\n".join(f"{k}={v}" for k, v in BASE.items()) + "\nslots.count=8\n")
+    yaml_file = tmp_path / "w.yaml"
+    yaml_file.write_text("name: c1\ntopic:\n  prefix: p\nscylla:\n  cluster.ip.addresses: 10.0.0.1:9042,"
+                         "10.0.0.2:19042\n  table.names: ks.t1, ks.t2\nkafka:\n  bootstrap.servers: k:9092\n"
+                         "slots.count: 8\n")
+    assert load_config(properties, environ={}) == load_config(yaml_file, environ={})
+    env = {"CDC_BRIDGE_SLOTS_COUNT": "16", "CDC_BRIDGE_KAFKA_SASL_MECHANISM": "PLAIN"}
+    config = load_config(properties, environ=env, overrides=parse_sets(["slots.count=32"]))
+    assert config.slots_count == 32
+    assert config.kafka_client_config()["sasl.mechanism"] == "PLAIN"
+    assert load_config(properties, environ=env).slots_count == 16
+
+
+def test_secrets_never_shown(tmp_path: Path) -> None:
+    secret_file = tmp_path / "pw"
+    secret_file.write_text("file-secret-9\n")
+    config = build_config(with_(**{"scylla.user": "u", "scylla.password": "cql-secret-7",
+                                   "kafka.sasl.password": "kafka-secret-8",
+                                   "kafka.sasl.password.file": str(secret_file)}))
+    shown = str(config) + repr(config) + "\n".join(" ".join(row) for row in config.describe())
+    for secret in ("cql-secret-7", "kafka-secret-8", "file-secret-9"):
+        assert secret not in shown
+    assert config.scylla_password_value() == "cql-secret-7"
+    assert config.kafka_client_config()["sasl.password"] == "file-secret-9"
+    with pytest.raises(ConfigError) as error:
+        build_config(with_(**{"scylla.password": "cql-secret-7", "slots.count": "x"}))
+    assert "cql-secret-7" not in str(error.value)
+
+
+def test_reference_lists_every_setting() -> None:
+    reference = render_reference()
+    for key in ("name", "topic.prefix", "scylla.table.names", "offset.storage.topic", "metrics.port", "kafka.*"):
+        assert f"| `{key}` |" in reference
