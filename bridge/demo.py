@@ -1,137 +1,149 @@
-"""`cdc-bridge demo`: the pipeline so far, end to end on the local stack.
+"""`cdc-bridge demo`: the ScyllaDB blog's orders example through one real worker.
 
-ScyllaDB-style writes through the emulator -> CDC log rows in Cassandra -> the CDC source reads
-them behind a 2 s confidence window -> Debezium envelopes (legacy `{"value": ...}` cells, JSON
-without schemas) -> a Kafka topic, read back with `read_committed`.
-
-It is a preview: the worker (slot assignment, transactions with offsets, metrics) is not built
-yet, so this produces with a plain idempotent producer and keeps no offsets.
+The emulator creates `ks.orders` with CDC on the local stack; one `cdc-bridge run` process reads
+it; Tim orders an apple, Alice orders blueberries, Tim's order becomes a pineapple and is then
+deleted; a `read_committed` consumer prints each envelope as it arrives (four events and the
+delete's tombstone, a little after the 2 s confidence window).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from bridge.envelope import EnvelopeSettings, Translator, build_record_serializer
-from bridge.scylla.events import GroupDiscovered, ReaderFailed, RecordRead
-from bridge.scylla.model import ChangeRecord
-from bridge.scylla.reader import SourceReader
-from bridge.scylla.settings import ReaderSettings
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
 
-TOPIC_PREFIX = "demo"
+KEYSPACE = "ks"
 Messages = list[tuple[bytes | None, bytes | None]]  # (key, value); a None value is a tombstone
 WRITES = (
-    "INSERT INTO {t} (id, customer, total, items) VALUES (1, 'ada', 12.5, {{'pen': 2}})",
-    "INSERT INTO {t} (id, customer, total, items) VALUES (2, 'linus', 99.0, {{'book': 1}})",
-    "UPDATE {t} SET total = 15.0, items = items + {{'ink': 1}} WHERE id = 1",
-    "UPDATE {t} SET customer = null WHERE id = 2",
-    "DELETE FROM {t} WHERE id = 2",
+    "INSERT INTO ks.orders (customer, order_id, product) VALUES ('Tim', 1, 'apple')",
+    "INSERT INTO ks.orders (customer, order_id, product) VALUES ('Alice', 2, 'blueberries')",
+    "UPDATE ks.orders SET product = 'pineapple' WHERE customer = 'Tim' AND order_id = 1",
+    "DELETE FROM ks.orders WHERE customer = 'Tim' AND order_id = 1",
 )
+EXPECTED = 5  # c, c, u, d and the tombstone
 
 
-def write_changes(emu: Emulator, keyspace: str) -> list[ChangeRecord]:
-    table = f"{keyspace}.orders"
-    emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
-    emu.execute(
-        f"CREATE TABLE {table} (id int PRIMARY KEY, customer text, total double, items map<text, int>)"
-        " WITH cdc = {'enabled': true, 'preimage': true}"
-    )
-    return [record for statement in WRITES for record in emu.execute(statement.format(t=table))]
+def worker_properties(endpoints: Endpoints, name: str) -> str:
+    sim = SimSettings()
+    return "\n".join([
+        f"name={name}",
+        "topic.prefix=demo",
+        f"scylla.cluster.ip.addresses={endpoints.cassandra_host}:{endpoints.cassandra_port}",
+        "scylla.table.names=ks.orders",
+        "scylla.confidence.window.size=2000",
+        "scylla.initial.lookback.ms=60000",
+        f"scylla.cdc.metadata.vnodes.keyspace={sim.vnodes_keyspace}",
+        f"scylla.cdc.metadata.tablets.keyspace={sim.tablets_keyspace}",
+        "experimental.preimages.enabled=true",
+        "key.converter.schemas.enable=false",
+        "value.converter.schemas.enable=false",
+        f"kafka.bootstrap.servers={endpoints.kafka_bootstrap}",
+        "slots.count=4",
+        "offset.storage.partitions=1",
+        "metrics.port=0",
+        "",
+    ])
 
 
-def read_records(session: Any, keyspace: str, expected: int, timeout_s: float = 60.0) -> list[RecordRead]:
-    """Every record of `keyspace.orders`, read the way the worker will: discover, start, poll."""
-    settings = ReaderSettings(
-        confidence_window_size_ms=2_000,
-        vnodes_metadata_keyspace=SimSettings().vnodes_keyspace,
-        tablets_metadata_keyspace=SimSettings().tablets_keyspace,
-        initial_lookback_ms=120_000,
-    )
-    reader = SourceReader(session, settings)
-    read: list[RecordRead] = []
-    try:
-        reader.watch_table(keyspace, "orders")
-        deadline = time.monotonic() + timeout_s
-        while len(read) < expected and time.monotonic() < deadline:
-            for event in reader.poll(0.5):
-                if isinstance(event, GroupDiscovered):
-                    reader.start_group(event.group.id)
-                elif isinstance(event, RecordRead):
-                    read.append(event)
-                elif isinstance(event, ReaderFailed):
-                    raise RuntimeError(f"the CDC source failed: {event}")
-    finally:
-        reader.close()
-    if len(read) < expected:
-        raise RuntimeError(f"read {len(read)} of {expected} records in {timeout_s:.0f}s")
-    return read
+def create_table(emu: Emulator) -> None:
+    emu.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
+    emu.execute(f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+    emu.execute("CREATE TABLE ks.orders (customer text, order_id int, product text, PRIMARY KEY (customer, order_id))"
+                " WITH cdc = {'enabled': true, 'preimage': true}")
 
 
-def produce(bootstrap: str, emu: Emulator, keyspace: str, records: list[RecordRead]) -> tuple[str, int]:
-    """Translate and produce; returns the topic and how many Kafka records went to it."""
-    from confluent_kafka import Producer
+def _consumer_at_end(bootstrap: str, topic: str) -> Any:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
-    translator = Translator(EnvelopeSettings(topic_prefix=TOPIC_PREFIX, value_converter_schemas_enable=False,
-                                             key_converter_schemas_enable=False,
-                                             experimental_preimages_enabled=True))
-    serializer = build_record_serializer(translator.settings)
-    schema = emu.table(keyspace, "orders").schema
-    # murmur2 of the key bytes: the partitions the Java connector's records go to.
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                         "partitioner": "murmur2_random"})
-    count, topic = 0, ""
-    for read in records:
-        for record in translator.translate(read.record, schema).records:
-            key, value = serializer.serialize(record)
-            producer.produce(record.topic, key=key, value=value)
-            count, topic = count + 1, record.topic
-    if producer.flush(30):
-        raise RuntimeError("Kafka did not acknowledge every record within 30 s")
-    return topic, count
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=15).topics:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{os.getpid()}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
+    ends = [TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1])
+            for p in partitions]
+    consumer.assign(ends)  # only what this run writes
+    return consumer
 
 
-def consume(bootstrap: str, topic: str, expected: int, timeout_s: float = 30.0) -> Messages:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-demo-check",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    messages: Messages = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(messages) < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                messages.append((message.key(), message.value()))
-    finally:
-        consumer.close()
-    return messages
-
-
-def run(endpoints: Endpoints, say: Callable[[str], None] = print) -> Messages:
-    keyspace = time.strftime("demo_%Y%m%d_%H%M%S")
+def run(endpoints: Endpoints, say: Callable[[str], None] = print, timeout_s: float = 60.0) -> Messages:
+    topic = "demo.ks.orders"
+    consumer = _consumer_at_end(endpoints.kafka_bootstrap, topic)
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
-        written = write_changes(emu, keyspace)
-        say(f"wrote {len(WRITES)} statements to {keyspace}.orders: {len(written)} CDC records in its log table")
-        records = read_records(emu.session, keyspace, len(written))
-        say(f"read {len(records)} records behind the 2 s confidence window")
-        topic, count = produce(endpoints.kafka_bootstrap, emu, keyspace, records)
-    say(f"produced {count} Kafka records to {topic}; reading them back:")
-    messages = consume(endpoints.kafka_bootstrap, topic, count)
-    for key, value in messages:
-        shown = value.decode() if value is not None else "null (tombstone)"
-        say(f"  key={key.decode() if key is not None else 'null'} value={shown}")
+        create_table(emu)
+        say("created ks.orders with CDC (preimage) through the emulator")
+        with tempfile.TemporaryDirectory() as folder:
+            config = Path(folder) / "worker.properties"
+            config.write_text(worker_properties(endpoints, f"demo-{time.strftime('%Y%m%d%H%M%S')}"))
+            log = Path(folder) / "worker.log"
+            with log.open("wb") as out:
+                worker = subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "--config", str(config)],
+                                          stdout=out, stderr=subprocess.STDOUT)
+            try:
+                say(f"started one worker: cdc-bridge run --config worker.properties (pid {worker.pid})")
+                messages = _write_and_watch(emu, consumer, say, timeout_s)
+            finally:
+                _stop(worker, say)
+                consumer.close()
+            if len(messages) < EXPECTED:
+                say(f"only {len(messages)} of {EXPECTED} records arrived; the worker's log:\n{log.read_text()[-3000:]}")
+                raise RuntimeError(f"only {len(messages)} of {EXPECTED} records arrived in {timeout_s:.0f} s")
     return messages
+
+
+def _write_and_watch(emu: Emulator, consumer: Any, say: Callable[[str], None], timeout_s: float) -> Messages:
+    written = time.monotonic()
+    for statement in WRITES:
+        emu.execute(statement)
+        say(f"  wrote: {statement}")
+    say("reading topic demo.ks.orders (read_committed); the confidence window is 2 s:")
+    messages: Messages = []
+    while len(messages) < EXPECTED and time.monotonic() - written < timeout_s:
+        message = consumer.poll(0.2)
+        if message is None or message.error() is not None:
+            continue
+        messages.append((message.key(), message.value()))
+        say(f"  +{time.monotonic() - written:4.1f}s {_describe(message.key(), message.value())}")
+    return messages
+
+
+def _describe(key: bytes | None, value: bytes | None) -> str:
+    shown_key = key.decode() if key else "null"
+    if value is None:
+        return f"key={shown_key} tombstone"
+    envelope = json.loads(value)
+    return (f"key={shown_key} op={envelope['op']} before={json.dumps(envelope['before'])}"
+            f" after={json.dumps(envelope['after'])}")
+
+
+def _stop(worker: subprocess.Popen[bytes], say: Callable[[str], None]) -> None:
+    if worker.poll() is None:
+        os.kill(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(40)
+        except subprocess.TimeoutExpired:
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(10)
+    say(f"worker stopped (exit {worker.returncode})")
 
 
 def register(commands: Any) -> None:
-    demo = commands.add_parser("demo", help="run the pipeline so far on the local stack",
+    demo = commands.add_parser("demo", help="the blog's orders example through one real worker on the local stack",
                                description=__doc__.splitlines()[0] if __doc__ else None)
     demo.set_defaults(handler=_handler)
 
@@ -140,4 +152,3 @@ def _handler(args: argparse.Namespace) -> int:
     del args
     run(Endpoints.from_env())
     return 0
-
