@@ -21,11 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     from bridge.config_cli import register as register_config
     from bridge.demo import register as register_demo
+    from bridge.ops_cli import register as register_ops
     from bridge.sim.cli import register as register_sim
     from bridge.stack.cli import register as register_stack
     from bridge.worker_cli import register as register_run
 
     register_run(commands)
+    register_ops(commands)
     register_config(commands)
     register_stack(commands)
     register_sim(commands)
