@@ -34,6 +34,12 @@ def insert(emu: Emulator, table: str, ids: range) -> None:
         emu.execute(f"INSERT INTO {table} (id, customer, item) VALUES ({i}, 'c{i}', 'apple')")
 
 
+def settled(group: list[WorkerProcess]) -> bool:
+    """Every worker owns slots, and together they own each slot once."""
+    owned = [owned_slots(w) for w in group]
+    return all(owned) and sum(len(s) for s in owned) == SLOTS and set().union(*owned) == set(range(SLOTS))
+
+
 def assert_each_once(messages: list[tuple[bytes | None, bytes | None]], expected: range) -> None:
     counts = collections.Counter(ids_of(messages))
     assert {i for i, n in counts.items() if n > 1} == set(), "duplicates"
@@ -50,15 +56,15 @@ def test_workers_share_slots_and_only_moved_slots_change_hands(
     config = config_for([table], slots__count=SLOTS)
     first = [workers(config, f"w{i}") for i in range(3)]
     insert(emulator, table, range(0, 60))
-    wait_for(lambda: sum(len(owned_slots(w)) for w in first) == SLOTS, 60, "three workers to own every slot")
+    wait_for(lambda: settled(first), 60, "three workers to own every slot")
     owned = [owned_slots(w) for w in first]
     assert all(owned) and set().union(*owned) == set(range(SLOTS))
     assert sum(len(s) for s in owned) == SLOTS, f"overlap: {owned}"
 
     fourth = workers(config, "w3")
     insert(emulator, table, range(60, 120))
-    wait_for(lambda: len(owned_slots(fourth)) >= 2, 60, "the fourth worker to get slots")
-    wait_for(lambda: sum(len(owned_slots(w)) for w in [*first, fourth]) == SLOTS, 30, "a settled assignment")
+    wait_for(lambda: len(owned_slots(fourth)) >= 2 and settled([*first, fourth]), 60,
+             "the fourth worker to get slots")
     after_join = [owned_slots(w) for w in first]
     for before, after in zip(owned, after_join, strict=True):
         assert after <= before, "a worker that was there gained slots when a fourth joined"
@@ -67,7 +73,7 @@ def test_workers_share_slots_and_only_moved_slots_change_hands(
     assert first[1].stop() == 0
     insert(emulator, table, range(120, 180))
     remaining = [first[0], first[2], fourth]
-    wait_for(lambda: sum(len(owned_slots(w)) for w in remaining) == SLOTS, 60, "the stopped worker's slots to move")
+    wait_for(lambda: settled(remaining), 60, "the stopped worker's slots to move")
     for worker, before in zip(remaining, [after_join[0], after_join[2], owned_slots(fourth)], strict=True):
         assert owned_slots(worker) >= before, "a remaining worker lost slots it kept"
 
