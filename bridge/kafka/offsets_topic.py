@@ -2,10 +2,14 @@
 
 Each worker reads the whole topic with `read_committed` and keeps the latest committed position
 of every group of its connector `name`. A new owner of a slot first catches up to the end of the
-topic: an offsets record of the previous owner's still-open transaction holds the last stable
-offset back, so the new owner waits for that transaction to commit or abort and never starts
-from a position older than the last committed one, nor from an aborted one. Successor groups
-learn from the same map that predecessors read by other workers are finished.
+topic, where "the end" is the high watermark, which counts the records of transactions still
+open. The read_committed position cannot pass an open transaction's first record, so the new
+owner waits for the previous owner's last transaction (its offsets records were flushed before
+its group check, see `transactions.py`) to commit or abort, and never starts from a position
+older than the last committed one, nor from an aborted one. (The watermark a read_committed
+consumer reports is the last stable offset, which stops *before* such a transaction: catching up
+to it would not wait.) Successor groups learn from the same map that predecessors read by other
+workers are finished.
 """
 
 from __future__ import annotations
@@ -39,6 +43,13 @@ class OffsetsTopic:
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
+        })
+        # Asks for high watermarks only (read_uncommitted: records of open transactions count).
+        self._watermarks = Consumer({
+            **with_logger(client_config),
+            "group.id": f"{name}-offsets-watermarks-{uuid.uuid4().hex[:8]}",  # never joins or commits
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
         })
         self._partitions: list[int] = []
 
@@ -74,10 +85,11 @@ class OffsetsTopic:
                 )
 
     def _end_of(self, partition: int, deadline: float) -> tuple[int, int]:
-        """The (low, high) watermarks, retried while a new topic's leader is being elected."""
+        """The (low, high) watermarks, open transactions included; retried while a new topic's
+        leader is being elected."""
         while True:
             try:
-                low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+                low, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
                 return int(low), int(high)
             except KafkaException as error:
                 if time.monotonic() > deadline or (not error.args[0].retriable() and not _electing(error)):
@@ -103,6 +115,7 @@ class OffsetsTopic:
 
     def close(self) -> None:
         self._consumer.close()
+        self._watermarks.close()
 
 
 def _electing(error: KafkaException) -> bool:
