@@ -43,6 +43,7 @@ class OutputBuffer:
         self._cond = threading.Condition()
         self._rows = 0
         self._stopped: set[GroupId] = set()
+        self._stops: dict[GroupId, int] = {}
         self._last: dict[GroupId, _Slot] = {}
 
     @property
@@ -92,6 +93,7 @@ class OutputBuffer:
         """Drop what is buffered for `group` and whatever arrives for it until `resume_group`."""
         with self._cond:
             self._stopped.add(group)
+            self._stops[group] = self._stops.get(group, 0) + 1
             kept: deque[_Slot] = deque()
             for slot in self._slots:
                 if group_of(slot.event) == group and not isinstance(slot.event, GroupDiscovered):
@@ -101,6 +103,14 @@ class OutputBuffer:
                     kept.append(slot)
             self._slots = kept
 
-    def resume_group(self, group: GroupId) -> None:
+    def stops(self, group: GroupId) -> int:
+        """How many times `group` was stopped; `resume_group` takes the count its start saw."""
         with self._cond:
-            self._stopped.discard(group)
+            return self._stops.get(group, 0)
+
+    def resume_group(self, group: GroupId, stops_seen: int) -> None:
+        """Let `group`'s events through again, unless it was stopped again after the start that
+        saw `stops_seen` stops (that later stop wins)."""
+        with self._cond:
+            if self._stops.get(group, 0) == stops_seen:
+                self._stopped.discard(group)

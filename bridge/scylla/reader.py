@@ -59,6 +59,7 @@ TableKey = tuple[str, str]
 class _Start:
     group: GroupId
     position: Position | None
+    stops_seen: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +155,10 @@ class SourceReader:
 
     def start_group(self, group: GroupId, position: Position | None = None) -> None:
         """Read `group` from `position` (None: the default start). A group not discovered yet
-        starts once it is."""
-        self._output.resume_group(group)
-        self._inbox.put(_Start(group, position))
+        starts once it is. After `stop_group`, nothing of the stopped reading is handed on,
+        even while the scheduler has not yet taken the stop: the output lets the group's events
+        through again only when the scheduler takes this start, after the stop."""
+        self._inbox.put(_Start(group, position, self._output.stops(group)))
 
     def stop_group(self, group: GroupId) -> None:
         """Stop reading `group`; nothing of it is handed on after this call returns."""
@@ -225,6 +227,7 @@ class SourceReader:
         if isinstance(message, _Answer):
             self._on_answer(message)
         elif isinstance(message, _Start):
+            self._output.resume_group(message.group, message.stops_seen)
             self._start(message.group, message.position)
         elif isinstance(message, _Stop):
             self._readers.pop(message.group, None)
