@@ -131,33 +131,43 @@ class Worker:
     # ------------------------------------------------------------------ slots
 
     def _assigned(self, slots: set[int]) -> None:
+        if not slots:
+            return
         self._offsets.catch_up(timeout_s=60)  # waits out the previous owner's open transaction
+        self._forget(slots)  # the offsets topic, just read to its end, knows these slots best
         self._book.owned |= slots
         self._changed = True
         log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
 
     def _revoked(self, slots: set[int]) -> None:
+        if not slots:
+            return
         groups = self._book.active_in(slots)
         self._stop_groups(groups)
         self._commit_quietly()
-        self._forget(groups)
+        self._book.active.difference_update(groups)
+        self._forget(slots)
         self._book.owned -= slots
         log.info("slots revoked", slots=sorted(slots), groups=len(groups))
 
     def _lost(self, slots: set[int]) -> None:
+        if not slots:
+            return
         groups = self._book.active_in(slots)
         self._stop_groups(groups)
-        for group in groups:
-            self._pending.pop(group, None)
-        self._forget(groups)
+        self._book.active.difference_update(groups)
+        self._forget(slots)
         self._book.owned -= slots
         log.warning("slots lost", slots=sorted(slots), groups=len(groups))
         self._restart_from_commit()  # the open transaction may hold their records: abort it
 
-    def _forget(self, groups: list[GroupId]) -> None:
-        for group in groups:
-            self._book.active.discard(group)
-            self._committed.pop(group, None)
+    def _forget(self, slots: set[int]) -> None:
+        """Drop what this worker remembers of the slots' positions: once a slot leaves us, only
+        the offsets topic is authoritative for it (another owner may have moved it on)."""
+        for group in [g for g in self._committed if self._book.slots.get(g) in slots]:
+            del self._committed[group]
+        for group in [g for g in self._pending if self._book.slots.get(g) in slots]:
+            del self._pending[group]
 
     # ------------------------------------------------------------------ groups
 

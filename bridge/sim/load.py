@@ -224,8 +224,11 @@ def bulk_fill(
     chunk: int = 5000,
     base: bool = True,
     cdc: str = "{'enabled': true}",
+    first_value: int = 0,
 ) -> LoadReport:
-    """Write `changes` single-row updates (one record each) into `table` (created if missing)."""
+    """Write `changes` single-row updates (one record each) into `table` (created if missing):
+    change i sets `v = first_value + i` on row (i % partitions, i // partitions), so calling it
+    again with a higher `first_value` updates the same rows in order."""
     if not emulator.catalog.table_exists(keyspace, table):
         emulator.execute(f"CREATE TABLE {qualified(keyspace, table)} ({BULK_TABLE_COLUMNS}) WITH cdc = {cdc}")
     schema = emulator.table(keyspace, table).schema
@@ -238,7 +241,7 @@ def bulk_fill(
             mutations = []
             for i in range(first, min(first + chunk, changes)):
                 mutation = PartitionMutation(schema, (i % partitions,))
-                mutation.row((i // partitions,)).cells["v"] = Cell(emulator.clock(), value=i)
+                mutation.row((i // partitions,)).cells["v"] = Cell(emulator.clock(), value=first_value + i)
                 mutations.append(mutation)
             plan = emulator.plan(mutations)
             writes = [w for batch in plan.log_batches + (plan.batches if base else []) for w in batch]

@@ -1,0 +1,65 @@
+"""A workload whose every change can be checked in Kafka: rounds of bulk updates that set
+`v = round * per_round + i` on row (i % partitions, i // partitions), so each key's values must
+arrive once each and in increasing order; then some deletes."""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from bridge.sim import Emulator
+from bridge.sim.load import bulk_fill
+
+PARTITIONS = 200
+
+
+@dataclass
+class Workload:
+    tables: list[tuple[str, str]]
+    rounds: int
+    per_round: int
+    deleted: dict[tuple[str, str], set[tuple[int, int]]] = field(default_factory=dict)
+
+    def create(self, emulator: Emulator) -> None:
+        for keyspace, table in self.tables:
+            emulator.execute(f"CREATE TABLE {keyspace}.{table} (pk int, ck int, v int, PRIMARY KEY (pk, ck))"
+                             " WITH cdc = {'enabled': true}")
+
+    def write_round(self, emulator: Emulator, number: int) -> None:
+        for keyspace, table in self.tables:
+            bulk_fill(emulator, keyspace, table, self.per_round, partitions=PARTITIONS,
+                      first_value=number * self.per_round)
+
+    def delete_some(self, emulator: Emulator, count: int) -> None:
+        for keyspace, table in self.tables:
+            keys = {(i % PARTITIONS, i // PARTITIONS) for i in range(0, self.per_round, self.per_round // count)}
+            for pk, ck in sorted(keys):
+                emulator.execute(f"DELETE FROM {keyspace}.{table} WHERE pk = {pk} AND ck = {ck}")
+            self.deleted[(keyspace, table)] = keys
+
+    def expected_events(self) -> int:
+        return len(self.tables) * self.rounds * self.per_round + sum(len(k) for k in self.deleted.values())
+
+    def check(self, table: tuple[str, str], messages: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        """Each update once, per key in increasing order, a delete last where one was written."""
+        seen: dict[tuple[int, int], list[object]] = collections.defaultdict(list)
+        for key, value in messages:
+            assert key is not None
+            decoded = json.loads(key)
+            row = (decoded["pk"], decoded["ck"])
+            if value is None:
+                seen[row].append("tombstone")
+                continue
+            envelope = json.loads(value)
+            seen[row].append(envelope["after"]["v"]["value"] if envelope["op"] == "u" else envelope["op"])
+        deleted = self.deleted.get(table, set())
+        for i in range(self.per_round):
+            row = (i % PARTITIONS, i // PARTITIONS)
+            wanted: list[object] = [r * self.per_round + i for r in range(self.rounds)]
+            if row in deleted:
+                wanted += ["d", "tombstone"]
+            got = seen.pop(row, [])
+            assert got == wanted, f"{table} row {row}: got {got}, wanted {wanted}"
+        assert not seen, f"unexpected rows {list(seen)[:5]}"
