@@ -12,7 +12,9 @@ from confluent_kafka.admin import AdminClient
 
 from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.topics import ensure_topics, offsets_topic
+from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.events import RecordRead
+from bridge.scylla.groups import read_order
 from bridge.scylla.positions import ChangeId, Position
 from bridge.scylla.reader import SourceReader
 from bridge.sim import Emulator
@@ -42,8 +44,10 @@ def test_java_connector_offsets_resume_exactly(
         by_group[read.group].append(read)
     group, reads = max(by_group.items(), key=lambda item: len(item[1]))
     assert len(reads) >= 3
-    resume_after = reads[1].record
-    start_ms = reads[0].record.micros // 1000  # the Java connector keeps whole milliseconds
+    # Inside a window the connector reads stream by stream, then by time: resume in the middle.
+    ordered = sorted(reads, key=lambda r: (read_order(r.record.stream_id), timeuuid_sort_key(r.record.time)))
+    resume_after = ordered[len(ordered) // 2].record
+    start_ms = min(r.record.micros for r in reads) // 1000  # the Java connector keeps whole milliseconds
     java_position = Position(start_ms * 1000, (start_ms + 30_000) * 1000,
                              ChangeId(resume_after.stream_id, resume_after.time, None))
     consumed = {read.record.rows[0].values["id"] for read in reads
