@@ -1,0 +1,177 @@
+"""The worker end to end (`cdc-bridge run` processes, exactly-once on), on the local stack.
+
+    .venv/bin/python bench/worker_bench.py catchup [--changes 200000] [--converter json] [--workers 1]
+    .venv/bin/python bench/worker_bench.py latency [--rate 1000] [--seconds 30]
+
+`catchup`: fills a fresh table with N single-row updates (the emulator's bulk mode; `--keyspace`
+reuses a filled one), then starts the workers with no offsets and times until a read_committed
+consumer has all N envelopes. Reports envelopes/s, the workers' CPU seconds (user+sys from
+`getrusage` of the exited children) and envelopes per CPU-second, and their peak RSS.
+
+`latency`: one worker reads a table that gets `rate` one-row writes per second (log rows written
+directly, as bench/latency_reader.py does); for every envelope a read_committed consumer gets,
+`(arrival - cdc$time) - confidence window`: p50/p99/max in ms.
+
+Prints one JSON object. Run on an idle machine; Kafka and Cassandra share its cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer
+
+from bridge.sim import Emulator
+from bridge.sim.load import bulk_fill
+from bridge.sim.settings import SimSettings
+from bridge.stack.layout import Endpoints
+
+sys.path.insert(0, str(Path(__file__).parent))
+from latency_reader import percentile, write_log_rows_steadily
+
+
+def properties(endpoints: Endpoints, name: str, table: str, converter: str, confidence_ms: int) -> str:
+    sim = SimSettings()
+    lines = {
+        "name": name, "topic.prefix": name, "scylla.table.names": table,
+        "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
+        "scylla.confidence.window.size": confidence_ms, "scylla.initial.lookback.ms": 3_600_000,
+        "scylla.cdc.metadata.vnodes.keyspace": sim.vnodes_keyspace,
+        "scylla.cdc.metadata.tablets.keyspace": sim.tablets_keyspace,
+        "key.converter": converter, "value.converter": converter,
+        "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false",
+        "key.converter.schema.registry.url": endpoints.schema_registry_url,
+        "value.converter.schema.registry.url": endpoints.schema_registry_url,
+        "kafka.bootstrap.servers": endpoints.kafka_bootstrap, "metrics.port": 0,
+    }
+    if converter == "json":
+        del lines["key.converter.schema.registry.url"], lines["value.converter.schema.registry.url"]
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def start_workers(config: Path, count: int, log_dir: Path) -> list[subprocess.Popen[bytes]]:
+    processes = []
+    for index in range(count):
+        with (log_dir / f"worker-{index}.log").open("wb") as out:
+            processes.append(subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "--config", str(config)],
+                                              stdout=out, stderr=subprocess.STDOUT))
+    return processes
+
+
+def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        os.kill(process.pid, signal.SIGTERM)
+    for process in processes:
+        process.wait(60)
+
+
+def consumer_for(endpoints: Endpoints, topic: str) -> Any:
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.auto.commit": False, "fetch.max.bytes": 52428800})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
+    keyspace = args.keyspace or f"bench_{uuid.uuid4().hex[:8]}"
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
+        fill_s = 0.0
+        if not args.keyspace:
+            emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                        "'replication_factor': 1}")
+            fill = bulk_fill(emu, keyspace, "t", args.changes, partitions=10_000)
+            fill_s = fill.elapsed_s
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "bench.properties"
+        config.write_text(properties(endpoints, name, f"{keyspace}.t", args.converter, 2000))
+        consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        processes = start_workers(config, args.workers, Path(folder))
+        received = 0
+        while received < args.changes and time.monotonic() - started < args.timeout:
+            received += sum(1 for m in consumer.consume(10_000, timeout=0.5) if m.error() is None)
+        elapsed = time.monotonic() - started
+        stop_workers(processes)
+        consumer.close()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "bench": "worker_catchup", "changes": args.changes, "received": received, "workers": args.workers,
+        "converter": args.converter, "fill_changes_per_s": round(args.changes / fill_s) if fill_s else None,
+        "elapsed_s": round(elapsed, 2), "envelopes_per_s": round(received / elapsed),
+        "worker_cpu_s": round(cpu_s, 2), "envelopes_per_cpu_s": round(received / cpu_s) if cpu_s else None,
+        "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace,
+        "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only",
+    }
+
+
+def latency(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
+    keyspace = f"bench_{uuid.uuid4().hex[:8]}"
+    confidence_ms = args.confidence_ms
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu, \
+            tempfile.TemporaryDirectory() as folder:
+        emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                    "'replication_factor': 1}")
+        emu.execute(f"CREATE TABLE {keyspace}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}")
+        name = f"bench-{uuid.uuid4().hex[:8]}"
+        config = Path(folder) / "bench.properties"
+        config.write_text(properties(endpoints, name, f"{keyspace}.t", "json", confidence_ms))
+        consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
+        processes = start_workers(config, 1, Path(folder))
+        time.sleep(5)  # joined, groups started
+        counts = [0]
+        writers = write_log_rows_steadily(emu.session, emu, keyspace, args.rate, args.seconds, counts)
+        delays: list[float] = []
+        deadline = time.monotonic() + args.seconds + 30
+        while time.monotonic() < deadline:
+            for message in consumer.consume(1000, timeout=0.2):
+                if message.error() is None and message.value() is not None:
+                    written_us = json.loads(message.value())["source"]["ts_us"]
+                    delays.append((time.time_ns() // 1000 - written_us) / 1000 - confidence_ms)
+            if all(not w.is_alive() for w in writers) and len(delays) >= counts[0] > 0:
+                break
+        stop_workers(processes)
+        consumer.close()
+    return {
+        "bench": "worker_latency", "rate": args.rate, "seconds": args.seconds, "written": counts[0],
+        "received": len(delays), "confidence_ms": confidence_ms,
+        "delay_beyond_confidence_ms": {"p50": round(percentile(delays, 0.5)), "p99": round(percentile(delays, 0.99)),
+                                       "max": round(max(delays))} if delays else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    modes = parser.add_subparsers(dest="mode", required=True)
+    up = modes.add_parser("catchup")
+    up.add_argument("--changes", type=int, default=200_000)
+    up.add_argument("--converter", choices=["json", "avro"], default="json")
+    up.add_argument("--workers", type=int, default=1)
+    up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its table t)")
+    up.add_argument("--timeout", type=float, default=900)
+    lat = modes.add_parser("latency")
+    lat.add_argument("--rate", type=float, default=1000)
+    lat.add_argument("--seconds", type=float, default=30)
+    lat.add_argument("--confidence-ms", type=int, default=2000)
+    args = parser.parse_args()
+    endpoints = Endpoints.from_env()
+    print(json.dumps(catchup(args, endpoints) if args.mode == "catchup" else latency(args, endpoints)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
