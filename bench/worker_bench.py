@@ -60,12 +60,15 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
-def start_workers(config: Path, count: int, log_dir: Path) -> list[subprocess.Popen[bytes]]:
+def start_workers(config: Path, count: int, log_dir: Path, profile: str | None = None) -> list[subprocess.Popen[bytes]]:
+    """`profile`: record the (first) worker with py-spy into this file, collapsed stacks, all threads."""
     processes = []
     for index in range(count):
+        command = [sys.executable, "-m", "bridge.cli", "run", "--config", str(config)]
+        if profile and index == 0:
+            command = ["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile, "--", *command]
         with (log_dir / f"worker-{index}.log").open("wb") as out:
-            processes.append(subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "--config", str(config)],
-                                              stdout=out, stderr=subprocess.STDOUT))
+            processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
     return processes
 
 
@@ -100,7 +103,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        processes = start_workers(config, args.workers, Path(folder))
+        processes = start_workers(config, args.workers, Path(folder), args.profile)
         received = 0
         while received < args.changes and time.monotonic() - started < args.timeout:
             received += sum(1 for m in consumer.consume(10_000, timeout=0.5) if m.error() is None)
@@ -163,6 +166,7 @@ def main() -> int:
     up.add_argument("--workers", type=int, default=1)
     up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its table t)")
     up.add_argument("--timeout", type=float, default=900)
+    up.add_argument("--profile", metavar="FILE", help="py-spy the first worker into FILE (collapsed stacks)")
     lat = modes.add_parser("latency")
     lat.add_argument("--rate", type=float, default=1000)
     lat.add_argument("--seconds", type=float, default=30)

@@ -102,7 +102,7 @@ class BridgeConfig(BaseModel):
     slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
     worker_instance_id: str | None = _setting("worker.instance.id", None, "Stable id of this worker (static "
                                               "group membership), e.g. the pod name.")
-    commit_interval_ms: int = _setting("commit.interval.ms", 250, "Longest time a transaction stays open "
+    commit_interval_ms: int = _setting("commit.interval.ms", 100, "Longest time a transaction stays open "
                                        "(ms).", ge=10)
     commit_max_records: int = _setting("commit.max.records", 5_000, "Records after which a transaction is "
                                        "committed.", ge=1)
