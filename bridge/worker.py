@@ -17,7 +17,13 @@ from typing import Any
 import structlog
 
 from bridge.config import BridgeConfig
-from bridge.envelope import RecordSerializer, TranslationError, Translator, build_record_serializer
+from bridge.envelope import (
+    RecordSerializer,
+    TranslationError,
+    Translator,
+    UnknownColumnError,
+    build_record_serializer,
+)
 from bridge.kafka.errors import ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.offsets_topic import OffsetsTopic
@@ -234,9 +240,12 @@ class Worker:
 
     def _produce(self, event: RecordRead) -> None:
         assert self._producer is not None
+        record = event.record
         try:
-            schema = self._schemas.for_record(event.record)
-            translation = self._translator.translate(event.record, schema)
+            try:
+                translation = self._translator.translate(record, self._schemas.get(record.keyspace, record.table))
+            except UnknownColumnError:  # written after an ALTER TABLE ... ADD: translate with the new schema
+                translation = self._translator.translate(record, self._schemas.reload(record.keyspace, record.table))
             encoded = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
         except (TranslationError, SchemaError) as error:
             self._fail_group(event.group, str(error))

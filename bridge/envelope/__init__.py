@@ -16,6 +16,7 @@ from bridge.envelope.errors import (
     SerializationError,
     SettingsError,
     TranslationError,
+    UnknownColumnError,
 )
 from bridge.envelope.plan import TablePlan, build_plan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
@@ -38,6 +39,7 @@ __all__ = [
     "Translation",
     "TranslationError",
     "Translator",
+    "UnknownColumnError",
     "build_plan",
     "build_record_serializer",
     "translate",

@@ -20,6 +20,15 @@ class TranslationError(EnvelopeError):
     batch sequence number and, when known, the column."""
 
 
+class UnknownColumnError(TranslationError):
+    """A log row carries a column the plan's table schema does not have (added after the plan
+    was built): translate again with the table's current schema."""
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+
 class SerializationError(EnvelopeError):
     """A Connect value or schema that a serializer cannot write."""
 

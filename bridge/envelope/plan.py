@@ -28,7 +28,7 @@ from bridge.envelope.row_code import ColumnCode, KeyBuilder, RowBuilder, compile
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
 from bridge.envelope.types import Converter, map_type
-from bridge.scylla.log_schema import deleted_column, deleted_elements_column
+from bridge.scylla.log_schema import deleted_column, deleted_elements_column, log_columns
 from bridge.scylla.schema import Column, ColumnKind, TableSchema
 
 
@@ -105,6 +105,7 @@ class TablePlan:
     preimages: bool
     postimages: bool
     dropped: DroppedChangePlan | None
+    log_names: frozenset[str]  # every column a log row of this schema may carry
 
 
 def log_order(columns: tuple[Column, ...]) -> tuple[Column, ...]:
@@ -244,4 +245,5 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         preimages=settings.experimental_preimages_enabled,
         postimages=settings.experimental_postimages_enabled,
         dropped=_dropped_plan(dropped_topic, prefix, table) if dropped_topic else None,
+        log_names=frozenset(name for name, _ in log_columns(table).all),
     )

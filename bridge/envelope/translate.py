@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from bridge.envelope.errors import TranslationError, ValueConversionError
+from bridge.envelope.errors import TranslationError, UnknownColumnError, ValueConversionError
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
 from bridge.envelope.rows import CONVERSION_ERRORS, delta_struct, image_struct, key_struct, row_identity, row_key
@@ -207,6 +207,12 @@ def translate(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Transla
             f"record of {record.keyspace}.{record.table} given to the plan of {plan.table.qualified_name}"
         )
     rows = record.rows
+    for row in rows:
+        if not row.values.keys() <= plan.log_names:  # a column added after the plan: never dropped
+            column = sorted(row.values.keys() - plan.log_names)[0]
+            raise UnknownColumnError(
+                _RecordTranslator(plan, record, now_micros)._error(row, f"column {column!r} is not in the plan's"
+                                                                         " table schema").args[0], column)
     if len(rows) == 1 and rows[0].operation in _OP_CODES:
         return _single_upsert(plan, record, now_micros)  # most records: one insert/update row
     return _RecordTranslator(plan, record, now_micros).run()

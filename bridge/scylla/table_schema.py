@@ -2,9 +2,10 @@
 per-table cache the worker translates with.
 
 A record whose log rows carry a column the cached schema does not know was written after an
-`ALTER TABLE ... ADD`: the schema is loaded again before that record is translated, so the new
-column shows in its envelope and in every later one, and earlier records keep their shape. A
-column that is still unknown after the reload is reported by name, never dropped.
+`ALTER TABLE ... ADD`: the translator refuses it (`UnknownColumnError`), the worker reloads the
+schema and translates it again, so the new column shows in its envelope and in every later one,
+and earlier records keep their shape. A column still unknown after the reload stops the group
+with an error naming it; nothing is dropped.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.scylla.errors import SchemaError, TableMissingError
-from bridge.scylla.log_schema import log_columns
-from bridge.scylla.model import ChangeRecord
 from bridge.scylla.schema import Column, ColumnKind, CqlType, TableSchema, parse_cql_type, udt
 
 _KINDS = {
@@ -67,35 +66,18 @@ def load_table_schema(session: Any, keyspace: str, table: str) -> TableSchema:
 
 
 class TableSchemas:
-    """The schema to translate each record with, reloaded when a record shows a new column."""
+    """The current schema of each table, loaded once and again on demand (after the translator
+    met a log column the cached schema does not have)."""
 
     def __init__(self, session: Any) -> None:
         self._session = session
-        self._schemas: dict[tuple[str, str], tuple[TableSchema, frozenset[str]]] = {}
+        self._schemas: dict[tuple[str, str], TableSchema] = {}
 
     def get(self, keyspace: str, table: str) -> TableSchema:
-        return self._entry(keyspace, table)[0]
+        schema = self._schemas.get((keyspace, table))
+        return schema if schema is not None else self.reload(keyspace, table)
 
-    def for_record(self, record: ChangeRecord) -> TableSchema:
-        schema, known = self._entry(record.keyspace, record.table)
-        if all(row.values.keys() <= known for row in record.rows):
-            return schema
-        schema, known = self._load(record.keyspace, record.table)
-        for row in record.rows:
-            unknown = row.values.keys() - known
-            if unknown:
-                raise SchemaError(
-                    f"log column {sorted(unknown)[0]!r} of {record.keyspace}.{record.table} is not in the table's"
-                    f" schema (stream {record.stream_id}, cdc$time {record.time}, seq {row.batch_seq_no})"
-                )
-        return schema
-
-    def _entry(self, keyspace: str, table: str) -> tuple[TableSchema, frozenset[str]]:
-        entry = self._schemas.get((keyspace, table))
-        return entry if entry is not None else self._load(keyspace, table)
-
-    def _load(self, keyspace: str, table: str) -> tuple[TableSchema, frozenset[str]]:
+    def reload(self, keyspace: str, table: str) -> TableSchema:
         schema = load_table_schema(self._session, keyspace, table)
-        known = frozenset(name for name, _ in log_columns(schema).all)
-        self._schemas[(keyspace, table)] = (schema, known)
-        return schema, known
+        self._schemas[(keyspace, table)] = schema
+        return schema

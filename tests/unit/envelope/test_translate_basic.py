@@ -266,3 +266,15 @@ def test_topic_and_schema_names() -> None:
     assert list(PLAN.value_schema.field_names) == ENVELOPE_FIELDS
     assert PLAN.after_schema.name == "P.ks.t.After" and PLAN.before_schema.name == "P.ks.t.Before"
     assert PLAN.after_schema.field("v1").schema.name == "P.ks.t.v1.Cell"
+
+
+def test_a_column_the_plan_does_not_know_is_refused_by_name() -> None:
+    """A value of a column added after the plan was built is never dropped silently."""
+    from bridge.envelope.errors import UnknownColumnError
+
+    with pytest.raises(UnknownColumnError, match=r"ks\.t stream .* batch_seq_no 0 .*column 'v3' is not in") as error:
+        run(PLAN, row(Operation.UPDATE, pk=0, ck=0, v1=1, v3=5))
+    assert error.value.column == "v3"
+    wider = plan_for(make_table(partition=[("pk", "int")], clustering=[("ck", "int")], static=[("s", "int")],
+                                regular=[("v1", "int"), ("v2", "int"), ("v3", "int")]))
+    assert events(run(wider, row(Operation.UPDATE, pk=0, ck=0, v1=1, v3=5)))[0][3]["v3"] == {"value": 5}
