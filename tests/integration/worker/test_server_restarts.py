@@ -1,0 +1,64 @@
+"""The Kafka broker, then Cassandra, stopped and started again while a worker runs: it recovers by
+itself, and every change arrives once, in order. Runs a private stack (own state folder, ports
+shifted from the stack's offset) so the shared servers are never touched."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints, StackLayout
+from bridge.stack.manager import StackManager
+from tests.integration.worker.chaos import Workload
+from tests.integration.worker.harness import WorkerProcess, read_topic, worker_properties, write_properties
+
+pytestmark = pytest.mark.slow
+PRIVATE_OFFSET = int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0")) + 23000
+
+
+@pytest.fixture
+def private_stack(tmp_path: Path) -> Iterator[StackManager]:
+    layout = StackLayout(deploy_dir=StackLayout.default().deploy_dir, state_dir=tmp_path / "stack")
+    manager = StackManager(layout, Endpoints().shifted(PRIVATE_OFFSET), say=lambda _: None)
+    try:
+        manager.up(quiet=True, only=["kafka", "cassandra"])
+        yield manager
+    finally:
+        manager.down(only=["kafka", "cassandra"])
+
+
+def test_worker_recovers_from_kafka_and_cassandra_restarts(
+    private_stack: StackManager, tmp_path: Path, workers: Callable[..., WorkerProcess],
+) -> None:
+    endpoints = private_stack.endpoints
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emulator:
+        emulator.execute("CREATE KEYSPACE restarts WITH replication = {'class': 'SimpleStrategy', "
+                         "'replication_factor': 1}")
+        workload = Workload([("restarts", "a")], 4, 2000)
+        workload.create(emulator)
+        config = write_properties(tmp_path / "w.properties",
+                                  worker_properties(endpoints, "restarts", ["restarts.a"]))
+        worker = workers(config, "w")
+        workload.write_round(emulator, 0)
+        time.sleep(3)
+        private_stack.down(only=["kafka"])  # the broker goes away while the worker works
+        workload.write_round(emulator, 1)
+        time.sleep(5)
+        private_stack.up(quiet=True, only=["kafka"])
+        workload.write_round(emulator, 2)
+    time.sleep(3)
+    private_stack.down(only=["cassandra"])
+    time.sleep(5)
+    private_stack.up(quiet=True, only=["cassandra"])
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emulator:
+        workload.write_round(emulator, 3)
+    table = ("restarts", "a")
+    workload.check(table, read_topic(endpoints.kafka_bootstrap, "restarts.restarts.a",
+                                     expected=workload.expected_events(), timeout_s=180, settle_s=5))
+    assert worker.process.poll() is None, "the worker exited instead of recovering"
+    assert worker.stop() == 0
