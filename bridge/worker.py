@@ -9,8 +9,10 @@ the last committed positions. docs/worker.md has the design and the failure case
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,7 @@ from bridge.envelope import (
     UnknownColumnError,
     build_record_serializer,
 )
-from bridge.kafka.errors import ProducerFencedError, TransactionAbortedError
+from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
@@ -48,6 +50,8 @@ from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 
 log = structlog.get_logger(__name__)
+# Each waits up to 30 s for Kafka: about five minutes before the worker gives up and exits.
+_PRODUCER_ATTEMPTS = 10
 
 
 @dataclass
@@ -75,10 +79,13 @@ class Worker:
         self._txn_started = 0.0
         self._last_commit = time.monotonic()
         self._fatal: str | None = None
+        self._fencings: list[float] = []
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name)
         self._producer: TransactionalProducer | None = None
-        self._transactional_id = f"{config.name}-{instance}" if instance else None
+        # One transactional id for the life of the process: a replacement producer then fences
+        # the one it replaces (whose last commit may still be in flight) instead of racing it.
+        self._transactional_id = f"{config.name}-{instance or uuid.uuid4().hex[:12]}"
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -92,17 +99,23 @@ class Worker:
         self._producer = self._new_producer()
         self._reader = SourceReader(self._session, self.config.reader_settings())
         for keyspace, table in self.config.tables():
-            self._reader.watch_table(keyspace, table)
+            self._reader.watch_table(keyspace, table, self._oldest_saved_us(keyspace, table))
         self._membership = SlotMembership(
             self._kafka, self.config.slots_topic_name, f"{self.config.name}-workers", self.config.worker_instance_id,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
         )
 
-    def _new_producer(self) -> TransactionalProducer:
-        import uuid
+    def _oldest_saved_us(self, keyspace: str, table: str) -> int | None:
+        """Discovery starts at the generation holding the oldest saved position of the table (or
+        at the default start when there is none): with `scylla.initial.lookback.ms` shorter than
+        a stop, the groups of a generation that ended meanwhile would otherwise never be found,
+        and the rest of their changes never read."""
+        saved = [position.window_start_us for group, position in self._offsets.positions.items()
+                 if (group.keyspace, group.table) == (keyspace, table)]
+        return min(saved) if saved else None
 
-        transactional_id = self._transactional_id or f"{self.config.name}-{uuid.uuid4().hex[:12]}"
-        return TransactionalProducer(self._kafka, transactional_id)
+    def _new_producer(self) -> TransactionalProducer:
+        return TransactionalProducer(self._kafka, self._transactional_id)
 
     def run(self, stop: threading.Event) -> int:
         """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""
@@ -184,6 +197,11 @@ class Worker:
         for group in self._book.to_start(committed):
             self._book.active.add(group)
             position = committed.get(group)
+            if position is None and self._book.groups[group].predecessors:
+                # A successor carries on where its predecessors ended: from its own start, never
+                # from the lookback/TTL default meant for a first read (that would skip the
+                # changes between the switch and `now - lookback`).
+                position = Position.at(self._book.groups[group].start_us)
             self._reader.start_group(group, position)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value())
@@ -284,9 +302,8 @@ class Worker:
                                        encode_value(position))
             self._producer.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
         except ProducerFencedError as error:
-            log.warning("producer fenced; starting a new one", error=str(error))
-            self._producer = self._new_producer()
-            self._restart_from_commit()
+            self._replace_producer(str(error))
+            self._restart_from_commit(reload=True)
             return
         except TransactionAbortedError as error:
             log.warning("transaction aborted; re-reading from the last commit", error=str(error))
@@ -306,14 +323,42 @@ class Worker:
         if self._producer is not None and (self._pending or self._producer.is_open):
             self._commit()
 
-    def _restart_from_commit(self) -> None:
-        """Abort what is open and read every active group again from its last commit."""
+    def _replace_producer(self, reason: str) -> None:
+        """A fenced producer is dead. A new one continues (a worker that was paused past its
+        transaction timeout is fenced once and carries on), but fencing again and again means
+        another process runs with this worker's identity: stop rather than fence each other."""
+        now = time.monotonic()
+        self._fencings = [t for t in self._fencings if now - t < 60.0] + [now]
+        if len(self._fencings) >= 3:
+            self._fatal = (f"the transactional producer was fenced {len(self._fencings)} times within a minute "
+                           f"(last: {reason}); does another worker run with worker.instance.id="
+                           f"{self.config.worker_instance_id}?")
+        log.warning("producer unusable; starting a new one", error=reason)
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.close(1.0)
+        for attempt in range(1, _PRODUCER_ATTEMPTS + 1):
+            try:
+                self._producer = self._new_producer()
+                return
+            except KafkaUnavailableError as error:  # Kafka still away: init_transactions timed out
+                log.warning("new producer could not start, retrying", attempt=attempt, error=str(error))
+        self._fatal = f"no transactional producer could start in {_PRODUCER_ATTEMPTS} attempts"
+
+    def _restart_from_commit(self, reload: bool = False) -> None:
+        """Abort what is open and read every active group again from its last commit. With
+        `reload` (a commit whose outcome is unknown), the committed positions are read again from
+        the offsets topic, which shows that commit's outcome once caught up."""
         assert self._producer is not None
         self.stats.aborts += 1
         try:
             self._producer.abort()
-        except ProducerFencedError:
-            self._producer = self._new_producer()
+        except ProducerFencedError as error:
+            self._replace_producer(str(error))
+            reload = True
+        if reload:
+            self._committed.clear()
+            self._offsets.catch_up(timeout_s=60)
         self._pending.clear()
         groups = sorted(self._book.active, key=str)
         self._stop_groups(groups)

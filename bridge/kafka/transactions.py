@@ -16,9 +16,11 @@ records holds that end back until it commits or aborts (`transaction.timeout.ms`
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -31,9 +33,12 @@ log = structlog.get_logger(__name__)
 # A crashed owner's open transaction blocks its slots' hand-over until the broker aborts it:
 # keep that short. Commits happen every `commit.interval.ms`, far below it.
 TRANSACTION_TIMEOUT_MS = 10_000
-_FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH,
-                     KafkaError.FENCED_INSTANCE_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
-                     KafkaError.REBALANCE_IN_PROGRESS})
+# The group coordinator's answers to a member that is not (or no longer) the one owning the slots.
+_GROUP_FENCED = frozenset({KafkaError.FENCED_INSTANCE_ID, KafkaError.ILLEGAL_GENERATION,
+                           KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS})
+# How long past its own timeout a transactional call may block before the producer is given up.
+_GRACE_S = 5.0
+T = TypeVar("T")
 
 
 class TransactionalProducer:
@@ -49,9 +54,12 @@ class TransactionalProducer:
         self._producer = Producer(config)
         self._delivery_error: KafkaError | None = None
         self._open = False
+        self._stuck = False
         self.records_in_transaction = 0
         try:
-            self._producer.init_transactions(init_timeout_s)
+            self._bounded(lambda: self._producer.init_transactions(init_timeout_s), init_timeout_s)
+        except ProducerFencedError as error:
+            raise KafkaUnavailableError(f"Kafka transactions could not start: {error}") from None
         except KafkaException as error:
             raise KafkaUnavailableError(f"Kafka transactions could not start: {error.args[0].str()}") from None
 
@@ -80,19 +88,24 @@ class TransactionalProducer:
         if error is not None and self._delivery_error is None:
             self._delivery_error = error
 
-    def commit(self, fencing: Sequence[TopicPartition], group_metadata: Any, timeout_s: float = 30.0) -> None:
-        """Commit the open transaction. Raises TransactionAbortedError (aborted; re-read from
-        the last commit) or ProducerFencedError (this producer is dead)."""
+    def commit(self, fencing: Sequence[TopicPartition], group_metadata: Any,
+               timeout_s: float = TRANSACTION_TIMEOUT_MS / 1000) -> None:
+        """Commit the open transaction. Raises TransactionAbortedError (aborted: re-read from the
+        last commit) or ProducerFencedError (this producer is dead, or the commit's outcome is
+        unknown: replace it and reload the committed positions from the offsets topic)."""
         if not self._open:
             return
+        deadline = time.monotonic() + timeout_s
         try:
             if self._producer.flush(timeout_s) > 0:
                 raise TransactionAbortedError("records not acknowledged in time")
             if self._delivery_error is not None:
                 raise TransactionAbortedError(f"a record was not delivered: {self._delivery_error.str()}")
             if fencing:
-                self._producer.send_offsets_to_transaction(list(fencing), group_metadata, timeout_s)
-            self._producer.commit_transaction(timeout_s)
+                self._retrying(lambda: self._bounded(lambda: self._producer.send_offsets_to_transaction(
+                    list(fencing), group_metadata, timeout_s), timeout_s), deadline)
+            self._retrying(lambda: self._bounded(lambda: self._producer.commit_transaction(timeout_s), timeout_s),
+                           deadline)
         except KafkaException as error:
             self._fail(error.args[0])
         except TransactionAbortedError:
@@ -100,21 +113,69 @@ class TransactionalProducer:
             raise
         self._reset()
 
+    def _bounded(self, call: Callable[[], T], timeout_s: float) -> T:
+        """Run one blocking transactional call with a hard bound. librdkafka's transactional calls
+        can block far past their own timeout when the coordinator went away and came back
+        (librdkafka issues #3779 and #5511; seen here with a one-broker restart). A call still
+        blocked `_GRACE_S` after its timeout gives this producer up (`ProducerFencedError`): the
+        worker starts a producer with the same transactional id, which fences this one on the
+        coordinator (its transaction is completed or aborted there, never both), and reloads the
+        committed positions. The blocked thread is a daemon and dies with the process."""
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(call())
+            except BaseException as error:
+                failure.append(error)
+
+        thread = threading.Thread(target=run, name="kafka-transaction-call", daemon=True)
+        thread.start()
+        thread.join(timeout_s + _GRACE_S)
+        if thread.is_alive():
+            self._stuck = True
+            self._reset()
+            raise ProducerFencedError(f"a Kafka transaction call blocked for more than {timeout_s + _GRACE_S:.0f} s")
+        if failure:
+            raise failure[0]
+        return outcome[0]
+
+    def _retrying(self, call: Callable[[], object], deadline: float) -> None:
+        """librdkafka asks for a call that failed with a retriable error to be repeated; for a
+        commit that is the only safe answer (it may have reached the coordinator already, and an
+        abort then could not undo it). Past the deadline the outcome is unknown: the producer is
+        given up (`ProducerFencedError`) and the worker reloads what was committed."""
+        while True:
+            try:
+                call()
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.fatal() or error.txn_requires_abort() or not error.retriable():
+                    raise
+                if time.monotonic() >= deadline:
+                    self._reset()
+                    raise ProducerFencedError(f"transaction outcome unknown after {error.str()}") from None
+                log.warning("transactional call failed, retrying", error=error.str())
+                time.sleep(0.2)
+
     def _fail(self, error: KafkaError) -> None:
-        fenced = error.fatal() or error.code() in _FENCED
-        log.warning("transaction failed", error=error.str(), fenced=fenced)
+        """Fatal: the producer is dead (fenced by a newer one with the same transactional id, or
+        its transaction timed out on the coordinator). Anything else: abort; a lost group
+        generation (a zombie) lands here and only its own transaction is undone."""
+        log.warning("transaction failed", error=error.str(), fatal=error.fatal(),
+                    group_fenced=error.code() in _GROUP_FENCED)
         if error.fatal():
             self._reset()
             raise ProducerFencedError(error.str())
         self.abort()
-        if fenced:
-            raise ProducerFencedError(error.str())
         raise TransactionAbortedError(error.str())
 
-    def abort(self, timeout_s: float = 30.0) -> None:
+    def abort(self, timeout_s: float = TRANSACTION_TIMEOUT_MS / 1000) -> None:
         if self._open:
             try:
-                self._producer.abort_transaction(timeout_s)
+                self._bounded(lambda: self._producer.abort_transaction(timeout_s), timeout_s)
             except KafkaException as error:
                 log.warning("abort failed", error=error.args[0].str())
                 if error.args[0].fatal():
@@ -131,7 +192,10 @@ class TransactionalProducer:
         return len(self._producer)
 
     def close(self, timeout_s: float = 10.0) -> None:
+        if self._stuck:
+            return  # its calls block: a flush would too
         deadline = time.monotonic() + timeout_s
         if self._open:
-            self.abort(max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProducerFencedError):  # a dead producer has nothing left to abort
+                self.abort(max(0.1, deadline - time.monotonic()))
         self._producer.flush(max(0.1, deadline - time.monotonic()))

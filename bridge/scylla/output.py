@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bridge.scylla.events import (
     GroupDiscovered,
+    GroupEndKnown,
     GroupProgress,
     RecordRead,
     SourceEvent,
@@ -31,6 +32,12 @@ def group_of(event: SourceEvent) -> GroupId | None:
     if isinstance(event, GroupDiscovered):
         return event.group.id
     return event.group
+
+
+def _about_the_table(event: SourceEvent) -> bool:
+    """Discovery's facts (a group exists, a group ends) hold whoever reads the group: they pass
+    for stopped groups too (a worker decides from them when a successor may start)."""
+    return isinstance(event, GroupDiscovered | GroupEndKnown)
 
 
 def _rows_of(event: SourceEvent) -> int:
@@ -60,7 +67,7 @@ class OutputBuffer:
 
     def _put(self, event: SourceEvent) -> None:
         group = group_of(event)
-        if group is not None and group in self._stopped and not isinstance(event, GroupDiscovered):
+        if group is not None and group in self._stopped and not _about_the_table(event):
             return
         last = self._last.get(group) if group is not None else None
         replaceable = last is not None and not last.taken and isinstance(last.event, GroupProgress)
@@ -96,7 +103,7 @@ class OutputBuffer:
             self._stops[group] = self._stops.get(group, 0) + 1
             kept: deque[_Slot] = deque()
             for slot in self._slots:
-                if group_of(slot.event) == group and not isinstance(slot.event, GroupDiscovered):
+                if group_of(slot.event) == group and not _about_the_table(slot.event):
                     slot.taken = True
                     self._rows -= _rows_of(slot.event)
                 else:

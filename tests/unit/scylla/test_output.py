@@ -3,10 +3,11 @@ dropped until the start that follows the stop is taken by the scheduler, never e
 
 from __future__ import annotations
 
-from bridge.scylla.events import GroupDiscovered, GroupProgress
-from bridge.scylla.groups import GroupId
+from bridge.scylla.events import GroupDiscovered, GroupEndKnown, GroupProgress
+from bridge.scylla.groups import GroupId, StreamGroup, TokenRange
 from bridge.scylla.output import OutputBuffer
 from bridge.scylla.positions import Position
+from bridge.scylla.stream_id import StreamId
 
 GROUP = GroupId("ks", "t", 1, "0")
 OLD, NEW = GroupProgress(GROUP, Position.at(10)), GroupProgress(GROUP, Position.at(20))
@@ -36,12 +37,12 @@ def test_a_stop_after_the_start_wins_over_that_start() -> None:
     assert buffer.take(0, 10) == [NEW]
 
 
-def test_discoveries_pass_even_for_a_stopped_group() -> None:
-    from bridge.scylla.groups import StreamGroup, TokenRange
-    from bridge.scylla.stream_id import StreamId
-
+def test_discoveries_and_ends_pass_even_for_a_stopped_group() -> None:
+    """A worker that stopped a group (its slot moved) still needs to know when the group ends:
+    its successors may be this worker's."""
     group = StreamGroup(GROUP, (StreamId.build(0, 0, 0),), 0, (TokenRange(0, 1),))
     buffer = OutputBuffer()
+    buffer.put([GroupEndKnown(GROUP, 5), OLD])
     buffer.stop_group(GROUP)
-    buffer.put([GroupDiscovered(group)])
-    assert buffer.take(0, 10) == [GroupDiscovered(group)]
+    buffer.put([GroupDiscovered(group), GroupEndKnown(GROUP, 7), OLD])
+    assert buffer.take(0, 10) == [GroupEndKnown(GROUP, 5), GroupDiscovered(group), GroupEndKnown(GROUP, 7)]
