@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -31,6 +31,7 @@ from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
 from bridge.kafka.transactions import TransactionalProducer
+from bridge.observability.telemetry import WorkerTelemetry
 from bridge.ownership import GroupBook
 from bridge.scylla.errors import SchemaError
 from bridge.scylla.events import (
@@ -59,15 +60,18 @@ class Stats:
     records_produced: int = 0
     transactions: int = 0
     aborts: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
 
 
 class Worker:
-    def __init__(self, config: BridgeConfig, session: Any, kafka_config: dict[str, str]) -> None:
+    def __init__(self, config: BridgeConfig, session: Any, kafka_config: dict[str, str],
+                 telemetry: WorkerTelemetry) -> None:
         self.config = config
         self.stats = Stats()
         self._session = session
         self._kafka = kafka_config
+        self._telemetry = telemetry
+        # The clients polled every turn also report whether Kafka is reachable (readiness).
+        self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
         self._book = GroupBook(config.name, config.slots_count)
         self._schemas = TableSchemas(session)
         self._translator = Translator(config.envelope_settings())
@@ -97,11 +101,13 @@ class Worker:
         self._offsets.start()
         self._offsets.catch_up(timeout_s=60)
         self._producer = self._new_producer()
-        self._reader = SourceReader(self._session, self.config.reader_settings())
+        self._reader = SourceReader(self._session, self.config.reader_settings(),
+                                    on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
             self._reader.watch_table(keyspace, table, self._oldest_saved_us(keyspace, table))
         self._membership = SlotMembership(
-            self._kafka, self.config.slots_topic_name, f"{self.config.name}-workers", self.config.worker_instance_id,
+            self._watched_kafka, self.config.slots_topic_name, f"{self.config.name}-workers",
+            self.config.worker_instance_id,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
         )
 
@@ -115,7 +121,9 @@ class Worker:
         return min(saved) if saved else None
 
     def _new_producer(self) -> TransactionalProducer:
-        return TransactionalProducer(self._kafka, self._transactional_id)
+        producer = TransactionalProducer(self._watched_kafka, self._transactional_id)
+        self._telemetry.producer_ready(True)
+        return producer
 
     def run(self, stop: threading.Event) -> int:
         """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""
@@ -129,7 +137,15 @@ class Worker:
             if self._changed:
                 self._start_ready()
             self._maybe_commit()
+            self._telemetry.turn(self._reading_positions, len(self._book.owned), self._queue_length)
         return self.shutdown()
+
+    def _reading_positions(self) -> dict[GroupId, Position]:
+        view = {**self._committed_view(), **self._pending}
+        return {group: view[group] for group in self._book.active if group in view}
+
+    def _queue_length(self) -> int:
+        return 0 if self._producer is None else self._producer.queue_length()
 
     def shutdown(self) -> int:
         log.info("worker stopping", pending_groups=len(self._pending))
@@ -150,6 +166,7 @@ class Worker:
     # ------------------------------------------------------------------ slots
 
     def _assigned(self, slots: set[int]) -> None:
+        self._telemetry.group_joined(True)
         if not slots:
             return
         self._offsets.catch_up(timeout_s=60)  # waits out the previous owner's open transaction
@@ -178,6 +195,7 @@ class Worker:
         self._forget(slots)
         self._book.owned -= slots
         log.warning("slots lost", slots=sorted(slots), groups=len(groups))
+        self._telemetry.group_joined(False, "slots lost: rejoining the group")
         self._restart_from_commit()  # the open transaction may hold their records: abort it
 
     def _forget(self, slots: set[int]) -> None:
@@ -238,6 +256,7 @@ class Worker:
 
     def _report(self, event: PossibleGap | GroupRetrying | ReaderFailed) -> None:
         if isinstance(event, PossibleGap):
+            self._telemetry.possible_gap(event.group.keyspace, event.group.table)
             log.error("possible gap: saved position older than the log TTL", keyspace=event.group.keyspace,
                       table=event.group.table, group=str(event.group), oldest_us=event.oldest_us)
         elif isinstance(event, GroupRetrying):
@@ -251,6 +270,7 @@ class Worker:
     def _fail_group(self, group: GroupId, message: str) -> None:
         """A group that cannot go on stops loudly; its position stays before the bad record."""
         assert self._reader is not None
+        self._telemetry.group_failed(group.keyspace, group.table)
         self._reader.stop_group(group)
         self._book.active.discard(group)
         self._book.failed.add(group)
@@ -273,8 +293,8 @@ class Worker:
         for topic, key, value in encoded:
             self._producer.produce(topic, key, value)
         self.stats.records_produced += len(encoded)
-        for reason, count in translation.dropped.items():
-            self.stats.dropped[reason.value] = self.stats.dropped.get(reason.value, 0) + count
+        self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
+        self._telemetry.translated(record.keyspace, record.table, translation)
         self._pending[event.group] = event.position
 
     # ------------------------------------------------------------------ transactions
@@ -296,19 +316,23 @@ class Worker:
 
     def _commit(self) -> None:
         assert self._producer is not None and self._membership is not None
+        started = time.monotonic()
         try:
             for group, position in self._pending.items():
                 self._producer.produce(self.config.offsets_topic, encode_key(self.config.name, group),
                                        encode_value(position))
             self._producer.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
         except ProducerFencedError as error:
+            self._telemetry.aborted(fenced=True)
             self._replace_producer(str(error))
             self._restart_from_commit(reload=True)
             return
         except TransactionAbortedError as error:
+            self._telemetry.aborted(fenced=False)
             log.warning("transaction aborted; re-reading from the last commit", error=str(error))
             self._restart_from_commit()
             return
+        self._telemetry.committed(time.monotonic() - started)
         self._committed.update(self._pending)
         if any(self._book.finished(g, self._committed) for g in self._pending):
             self._changed = True
@@ -334,6 +358,7 @@ class Worker:
                            f"(last: {reason}); does another worker run with worker.instance.id="
                            f"{self.config.worker_instance_id}?")
         log.warning("producer unusable; starting a new one", error=reason)
+        self._telemetry.producer_ready(False, f"producer: being replaced ({reason})")
         if self._producer is not None:
             with contextlib.suppress(Exception):
                 self._producer.close(1.0)

@@ -16,7 +16,10 @@ from bridge.config_cli import add_config_arguments, config_from_args
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
-from bridge.observability import configure_logging
+from bridge.observability import configure_logging, register_secret
+from bridge.observability.logs import is_secret_key
+from bridge.observability.progress import ProgressLine
+from bridge.observability.telemetry import WorkerTelemetry
 from bridge.scylla.errors import TableMissingError
 from bridge.scylla.session import ClusterUnavailableError, connect
 
@@ -38,12 +41,14 @@ def _fail(key: str, reason: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    configure_logging()
+    progress = ProgressLine()
+    configure_logging(before_line=progress.clear)
     config = config_from_args(args)
     if config is None:
         return 2
     try:
         kafka = config.kafka_client_config()
+        _register_secrets(config, kafka)
         cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
                                    password=config.scylla_password_value(), local_dc=config.local_dc)
     except ConfigError as error:
@@ -51,12 +56,26 @@ def _run(args: argparse.Namespace) -> int:
     except ClusterUnavailableError as error:
         return _fail("scylla.cluster.ip.addresses", str(error))
     try:
-        return _serve(config, session, kafka)
+        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress)
+    except OSError as error:
+        cluster.shutdown()
+        return _fail("metrics.port", f"{config.metrics_port}: {error.strerror or error}")
+    try:
+        return _serve(config, session, kafka, telemetry)
     finally:
+        telemetry.close()
         cluster.shutdown()
 
 
-def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str]) -> int:
+def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
+    """Masked wherever they would appear in a log line (a driver error echoing a password)."""
+    register_secret(config.scylla_password_value())
+    for key, value in kafka.items():
+        if is_secret_key(key):
+            register_secret(value)
+
+
+def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry) -> int:
     from confluent_kafka.admin import AdminClient
 
     from bridge.worker import Worker
@@ -68,7 +87,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str]) -> int:
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
     try:
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
-        worker = Worker(config, session, kafka)
+        worker = Worker(config, session, kafka, telemetry)
         worker.start()
     except KafkaUnavailableError as error:
         return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")

@@ -53,6 +53,9 @@ from bridge.scylla.settings import ReaderSettings
 log = structlog.get_logger(__name__)
 _MAX_IDLE_S = 0.2
 TableKey = tuple[str, str]
+# Told of every CDC log query when its answer arrives: keyspace, table, seconds, error or None.
+# Runs on the reader's thread: it must be quick and must not raise.
+QueryObserver = Callable[[str, str, float, BaseException | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class _Answer:
     request: PageRequest
     future: Any
     error: BaseException | None
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +117,20 @@ class _InboxSink:
 
 class SourceReader:
     def __init__(
-        self, session: Any, settings: ReaderSettings | None = None, clock: Callable[[], float] = time.time
+        self, session: Any, settings: ReaderSettings | None = None, clock: Callable[[], float] = time.time,
+        on_query: QueryObserver | None = None,
     ) -> None:
         self.settings = settings or ReaderSettings()
         self._session = session
         self._clock = clock
+        self._on_query = on_query
         self._limiter = InflightLimiter(self.settings.max_inflight_queries)
         self._profile = f"cdc-bridge-source-{id(self):x}"
         session.cluster.add_execution_profile(
             self._profile,
             ExecutionProfile(
+                # The session's routing (token aware, local DC first) for the log queries too.
+                load_balancing_policy=session.cluster.profile_manager.default.load_balancing_policy,
                 row_factory=tuple_factory,
                 consistency_level=ConsistencyLevel.name_to_value[self.settings.consistency_level.upper()],
                 request_timeout=self.settings.request_timeout_ms / 1000,
@@ -277,9 +285,10 @@ class SourceReader:
             self._limiter.release()
             self._emit(reader, reader.on_error(request, error, self._now_us()))
             return
+        started = time.monotonic()
         future.add_callbacks(
-            callback=lambda _rows: self._inbox.put(_Answer(request, future, None)),
-            errback=lambda error: self._inbox.put(_Answer(request, future, error)),
+            callback=lambda _rows: self._inbox.put(_Answer(request, future, None, time.monotonic() - started)),
+            errback=lambda error: self._inbox.put(_Answer(request, future, error, time.monotonic() - started)),
         )
 
     def _statement(self, group: StreamGroup) -> PreparedStatement:
@@ -297,6 +306,8 @@ class SourceReader:
     def _on_answer(self, answer: _Answer) -> None:
         self._limiter.release()
         request = answer.request
+        if self._on_query is not None:
+            self._on_query(request.group.keyspace, request.group.table, answer.seconds, answer.error)
         reader = self._readers.get(request.group.id)
         if reader is None:
             return

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer
+from prometheus_client.parser import text_string_to_metric_families
 
 from bridge.stack.layout import Endpoints
 
@@ -134,3 +138,28 @@ def ids_of(messages: list[tuple[bytes | None, bytes | None]]) -> Iterator[int]:
     for key, value in messages:
         if value is not None and key is not None:
             yield int(json.loads(key)["id"])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def http_get(port: int, path: str) -> tuple[int, str]:
+    """(status, body) of a worker's metrics/probe endpoint; (0, reason) when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError as error:
+        return 0, str(error)
+
+
+def metric_samples(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics, by (name, sorted labels)."""
+    status, text = http_get(port, "/metrics")
+    assert status == 200, text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}

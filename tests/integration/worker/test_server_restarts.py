@@ -15,7 +15,15 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.manager import StackManager
 from tests.integration.worker.chaos import Workload
-from tests.integration.worker.harness import WorkerProcess, read_topic, worker_properties, write_properties
+from tests.integration.worker.harness import (
+    WorkerProcess,
+    free_port,
+    http_get,
+    read_topic,
+    wait_for,
+    worker_properties,
+    write_properties,
+)
 
 pytestmark = pytest.mark.slow
 PRIVATE_OFFSET = int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0")) + 23000
@@ -41,16 +49,20 @@ def test_worker_recovers_from_kafka_and_cassandra_restarts(
                          "'replication_factor': 1}")
         workload = Workload([("restarts", "a")], 4, 2000)
         workload.create(emulator)
+        port = free_port()
         config = write_properties(tmp_path / "w.properties",
-                                  worker_properties(endpoints, "restarts", ["restarts.a"]))
+                                  worker_properties(endpoints, "restarts", ["restarts.a"], metrics__port=port))
         worker = workers(config, "w")
         workload.write_round(emulator, 0)
-        time.sleep(3)
+        wait_for(lambda: http_get(port, "/readyz")[0] == 200, 60, "the worker to be ready")
         private_stack.down(only=["kafka"])  # the broker goes away while the worker works
         workload.write_round(emulator, 1)
-        time.sleep(5)
+        wait_for(lambda: http_get(port, "/readyz")[0] == 503, 30, "/readyz to say not ready")
+        assert "kafka" in http_get(port, "/readyz")[1] or "group" in http_get(port, "/readyz")[1]
+        assert http_get(port, "/healthz")[0] == 200, "a worker waiting for Kafka is alive"
         private_stack.up(quiet=True, only=["kafka"])
         workload.write_round(emulator, 2)
+        wait_for(lambda: http_get(port, "/readyz")[0] == 200, 90, "the worker to be ready again")
     time.sleep(3)
     private_stack.down(only=["cassandra"])
     time.sleep(5)

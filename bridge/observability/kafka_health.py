@@ -1,0 +1,67 @@
+"""Is Kafka reachable? Told by librdkafka itself: its statistics (every broker connection's
+state, once per `statistics.interval.ms`) and its "all brokers down" error.
+
+A client is connected while at least one of its broker connections is UP; Kafka counts as
+reachable while no client reports otherwise. The callbacks run inside the clients' poll calls
+on the worker's main thread (and inside a producer flush, so a commit blocked on a dead broker
+still reports). Give these settings only to clients that are polled all the time: an unpolled
+client would queue a statistics event every interval forever.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+from confluent_kafka import KafkaError
+
+log = structlog.get_logger(__name__)
+STATS_INTERVAL_MS = 1000
+# Errors that only say a connection is down; the connectivity state reports those once.
+_CONNECTION_ERRORS = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE})
+
+
+def brokers_up(stats: Mapping[str, Any]) -> bool:
+    """Whether a client's statistics show at least one broker connection UP."""
+    brokers = stats.get("brokers") or {}
+    return any(isinstance(b, Mapping) and b.get("state") == "UP" for b in brokers.values())
+
+
+class KafkaConnectivity:
+    def __init__(self, on_change: Callable[[bool, str], object], interval_ms: int = STATS_INTERVAL_MS) -> None:
+        self._on_change = on_change
+        self._interval_ms = interval_ms
+        self._clients: dict[str, bool] = {}
+        self.reachable = True
+
+    def client_settings(self) -> dict[str, Any]:
+        """librdkafka settings to merge into a client's configuration."""
+        return {"error_cb": self.on_error, "stats_cb": self.on_stats, "statistics.interval.ms": self._interval_ms}
+
+    def on_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            for name in self._clients:
+                self._clients[name] = False
+            self._update(False, f"kafka unreachable: {error.str()}")
+        elif error.code() not in _CONNECTION_ERRORS:
+            log.warning("kafka client error", error=error.str(), fatal=error.fatal())
+
+    def on_stats(self, text: str) -> None:
+        try:
+            stats = json.loads(text)
+        except ValueError:
+            return
+        name = str(stats.get("name", "?"))
+        self._clients[name] = brokers_up(stats)
+        down = sorted(n for n, up in self._clients.items() if not up)
+        if down:
+            self._update(False, f"kafka unreachable: no broker connection up ({', '.join(down)})")
+        else:
+            self._update(True, "kafka reachable")
+
+    def _update(self, reachable: bool, reason: str) -> None:
+        if reachable != self.reachable:
+            self.reachable = reachable
+            self._on_change(reachable, reason)

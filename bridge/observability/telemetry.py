@@ -1,0 +1,113 @@
+"""What a worker tells operators, in one place: the worker loop reports facts (a record read, a
+translation, a commit, who owns what, where each group is) and this turns them into Prometheus
+metrics, readiness, lag and the catch-up progress line. The worker holds no metric logic and
+this module reads nothing by itself.
+
+Readiness is three gates, in this order: the transactional producer is initialised, the worker
+has joined the slot group and serves its assignment, Kafka is reachable (told by librdkafka's
+statistics of the producer and the slot consumer, `kafka_health`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from bridge.envelope import Translation
+from bridge.observability.health import Health, ReadinessGates
+from bridge.observability.http import ProbeServer, serve_http
+from bridge.observability.kafka_health import KafkaConnectivity
+from bridge.observability.metrics import Metrics
+from bridge.observability.progress import CatchUp, ProgressLine
+from bridge.scylla.groups import GroupId
+from bridge.scylla.positions import Position
+
+GATES = ("producer", "group", "kafka")
+_TICK_S = 1.0  # lags, gauges and the progress line: once a second is plenty and costs nothing
+
+
+class WorkerTelemetry:
+    def __init__(self, tables: Iterable[tuple[str, str]], confidence_window_ms: int, metrics_port: int,
+                 progress: ProgressLine | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.metrics = Metrics()
+        self.metrics.declare_tables(tables)
+        self.health = Health(on_ready=lambda ready: self.metrics.ready.set(1 if ready else 0))
+        self._gates = ReadinessGates(self.health, GATES, initially_ok=["kafka"])
+        self.kafka = KafkaConnectivity(on_change=lambda ok, reason: self._gates.set("kafka", ok, reason))
+        self._confidence_s = confidence_window_ms / 1000
+        self._clock = clock
+        self._catch_up = CatchUp()
+        self._progress = progress or ProgressLine()
+        self._records = 0
+        self._next_tick = 0.0
+        self._server: ProbeServer | None = serve_http(metrics_port, self.metrics, self.health) if metrics_port else None
+
+    def kafka_client_settings(self) -> dict[str, Any]:
+        """Merged into the clients polled all the time (producer, slot consumer)."""
+        return self.kafka.client_settings()
+
+    # ------------------------------------------------------------------ readiness
+
+    def producer_ready(self, ok: bool, reason: str = "") -> None:
+        self._gates.set("producer", ok, reason or ("producer initialised" if ok else "producer: starting"))
+
+    def group_joined(self, ok: bool, reason: str = "") -> None:
+        self._gates.set("group", ok, reason or ("serving the assignment" if ok else "group: not joined"))
+
+    # ------------------------------------------------------------------ facts
+
+    def rows_read(self, keyspace: str, table: str, rows: int) -> None:
+        self.metrics.rows_read(keyspace, table, rows)
+
+    def translated(self, keyspace: str, table: str, translation: Translation) -> None:
+        for record in translation.records:
+            op = "tombstone" if record.value is None else str(record.value.get("op", "other"))
+            self.metrics.produced(keyspace, table, op)
+        self._records += len(translation.records)
+        for reason, count in translation.dropped.items():
+            self.metrics.dropped(keyspace, table, reason.value, count)
+
+    def committed(self, seconds: float) -> None:
+        self.metrics.committed(seconds)
+
+    def aborted(self, fenced: bool) -> None:
+        self.metrics.aborted("fenced" if fenced else "aborted")
+
+    def possible_gap(self, keyspace: str, table: str) -> None:
+        self.metrics.possible_gap(keyspace, table)
+
+    def query_answered(self, keyspace: str, table: str, seconds: float, error: BaseException | None) -> None:
+        """The reader's query observer (runs on the reader's thread)."""
+        if error is None:
+            self.metrics.query_done(keyspace, table, seconds)
+        else:
+            self.metrics.query_failed(keyspace, table, "transient")
+
+    def group_failed(self, keyspace: str, table: str) -> None:
+        self.metrics.query_failed(keyspace, table, "fatal")
+
+    # ------------------------------------------------------------------ each loop turn
+
+    def turn(self, positions: Callable[[], Mapping[GroupId, Position]], owned_slots: int,
+             queue_depth: Callable[[], int]) -> None:
+        """Called every turn of the main loop; `positions` (of the groups being read) and
+        `queue_depth` are only asked for once a second."""
+        self.health.beat()
+        now = self._clock()
+        if now < self._next_tick:
+            return
+        self._next_tick = now + _TICK_S
+        horizon = now - self._confidence_s
+        current = positions()
+        lags = {(g.keyspace, g.table, str(g)): max(0.0, horizon - p.window_start_us / 1e6) for g, p in current.items()}
+        self.metrics.set_lags(lags)
+        self.metrics.set_owned(owned_slots, len(current))
+        self.metrics.set_queue_depth(queue_depth())
+        self._catch_up.add(now, max(lags.values(), default=0.0), self._records)
+        self._progress.update(self._catch_up, len(current))
+
+    def close(self) -> None:
+        self._progress.clear()
+        if self._server is not None:
+            self._server.close()

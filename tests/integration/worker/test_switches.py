@@ -1,0 +1,149 @@
+"""Generation switches and tablet splits through real `cdc-bridge run` processes: successor groups
+wait for predecessors read by other workers, and a worker stopped across a switch resumes the
+old generation even when `scylla.initial.lookback.ms` is shorter than the stop.
+
+Each test keeps the CDC metadata in its own keyspace (a generation switch in the shared
+`sim_system_distributed` would reach every other test running on the stack)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.sim import Emulator
+from bridge.sim.settings import SimSettings
+from bridge.stack.layout import Endpoints
+from tests.integration.worker.harness import WorkerProcess, owned_slots, read_topic, wait_for
+
+SLOTS = 8
+KEYS = 16
+
+
+@pytest.fixture
+def private_emulator(cassandra_session: Any, keyspace: str) -> Iterator[Emulator]:
+    """An emulator whose generations and stream sets live in the test's keyspace."""
+    yield Emulator(cassandra_session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
+
+
+def table_in(emu: Emulator, keyspace: str, kind: str, cassandra_session: Any) -> tuple[str, str]:
+    """(data keyspace, table); a tablets table lives in a tablets keyspace of its own."""
+    data = keyspace
+    if kind == "tablets":
+        data = f"{keyspace}_tab"
+        emu.execute(f"CREATE KEYSPACE {data} WITH replication = {{'class': 'SimpleStrategy', "
+                    "'replication_factor': 1} AND tablets = {'enabled': true, 'initial': 4}")
+    emu.execute(f"CREATE TABLE {data}.t (id int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}")
+    return data, "t"
+
+
+def values_by_key(messages: list[tuple[bytes | None, bytes | None]]) -> dict[int, list[int]]:
+    seen: dict[int, list[int]] = defaultdict(list)
+    for key, value in messages:
+        if key is not None and value is not None:
+            seen[json.loads(key)["id"]].append(json.loads(value)["after"]["v"]["value"])
+    return seen
+
+
+def differences(seen: dict[int, list[int]], written: dict[int, list[int]]) -> dict[int, dict[str, object]]:
+    """Per key whose output is not exactly the written values in write order: what is wrong."""
+    wrong: dict[int, dict[str, object]] = {}
+    for key, values in written.items():
+        got = seen.get(key, [])
+        if got != values:
+            wrong[key] = {"missing": sorted(set(values) - set(got)), "duplicates": len(got) - len(set(got)),
+                          "in_order": got == sorted(got)}
+    return wrong
+
+
+class Writer(threading.Thread):
+    """Updates `KEYS` keys round-robin with an increasing value; `switch` runs once, midway."""
+
+    def __init__(self, emu: Emulator, table: str, seconds: float, switch: Callable[[], object]) -> None:
+        super().__init__(daemon=True)
+        self.emu, self.table, self.seconds, self.switch = emu, table, seconds, switch
+        self.written: dict[int, list[int]] = defaultdict(list)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            started, switched, i = time.monotonic(), False, 0
+            while time.monotonic() - started < self.seconds:
+                if not switched and time.monotonic() - started > self.seconds / 3:
+                    self.switch()
+                    switched = True
+                key = i % KEYS
+                self.emu.execute(f"UPDATE {self.table} SET v = {i} WHERE id = {key}")
+                self.written[key].append(i)
+                i += 1
+                time.sleep(0.01)
+        except BaseException as error:
+            self.error = error
+
+
+@pytest.mark.parametrize("kind", ["vnodes", "tablets"])
+def test_successors_wait_for_predecessors_read_by_other_workers(
+    kind: str, private_emulator: Emulator, keyspace: str, cassandra_session: Any,
+    config_for: Callable[..., Path], workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
+) -> None:
+    data, table = table_in(private_emulator, keyspace, kind, cassandra_session)
+    config = config_for([f"{data}.{table}"], slots__count=SLOTS, scylla__cdc__metadata__vnodes__keyspace=keyspace,
+                        scylla__cdc__metadata__tablets__keyspace=keyspace)
+    try:
+        pair = [workers(config, "a"), workers(config, "b")]
+        wait_for(lambda: all(owned_slots(w) for w in pair)
+                 and sum(len(owned_slots(w)) for w in pair) == SLOTS, 60, "two workers to share the slots")
+
+        def switch() -> object:
+            if kind == "vnodes":
+                return private_emulator.bootstrap_node(delay_s=2)
+            return private_emulator.tablets_split(data, table, delay_s=2)
+
+        writer = Writer(private_emulator, f"{data}.{table}", 8.0, switch)
+        writer.start()
+        writer.join()
+        assert writer.error is None
+        total = sum(len(v) for v in writer.written.values())
+        messages = read_topic(stack.kafka_bootstrap, f"{bridge_name}.{data}.{table}", expected=total, timeout_s=90)
+        assert differences(values_by_key(messages), writer.written) == {}
+        starts = [e["group"].split("/")[1] for w in pair for e in w.events() if e.get("event") == "group started"]
+        assert len(set(starts)) >= 2, f"groups of one generation/stream set only: {set(starts)}"
+        for worker in pair:
+            assert worker.stop() == 0
+    finally:
+        if kind == "tablets":
+            cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {data}", timeout=60)
+
+
+def test_a_worker_stopped_across_a_switch_resumes_the_old_generation_despite_a_short_lookback(
+    private_emulator: Emulator, keyspace: str, cassandra_session: Any,
+    config_for: Callable[..., Path], workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
+) -> None:
+    data, table = table_in(private_emulator, keyspace, "vnodes", cassandra_session)
+    topic = f"{bridge_name}.{data}.{table}"
+    config = config_for([f"{data}.{table}"], scylla__cdc__metadata__vnodes__keyspace=keyspace,
+                        scylla__cdc__metadata__tablets__keyspace=keyspace)
+    first = workers(config, "first")
+    for i in range(10):
+        private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i}")
+    read_topic(stack.kafka_bootstrap, topic, expected=10, settle_s=0)
+    assert first.stop() == 0
+    # While it is stopped: more changes in the old generation, a switch, changes in the new one.
+    generation = private_emulator.bootstrap_node(delay_s=1)
+    for i in range(10, 20):
+        private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i % 10}")
+    while time.time() * 1000 < generation.timestamp_ms + 500:
+        time.sleep(0.1)
+    for i in range(20, 30):
+        private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i % 10}")
+    time.sleep(4)  # now - lookback (3 s) is past the switch and past some new-generation changes
+    again = workers(config, "again", "--set", "scylla.initial.lookback.ms=3000")
+    messages = read_topic(stack.kafka_bootstrap, topic, expected=30)
+    assert values_by_key(messages) == {k: [k, k + 10, k + 20] for k in range(10)}
+    assert again.stop() == 0
