@@ -77,11 +77,12 @@ def test_offsets_partition_equals_the_java_producers(java: list[str], stack: End
     admin.create_topics([NewTopic(topic_name, num_partitions=25, replication_factor=1)])[topic_name].result(30)
     producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "partitioner": "murmur2_random"})
     rng = random.Random(7)
+    ours: list[int] = []
     for _ in range(CASES):
         name = f"bridge-{uuid.uuid4().hex[:6]}"
         group, position = case(rng, name)
         (java_partition,) = run(java, "produce", stack.kafka_bootstrap, topic_name, *java_args(name, group, position))
-        ours: list[int] = []
+        ours.clear()
         producer.produce(topic_name, encode_value(position), encode_key(name, group),
                          on_delivery=lambda error, message: ours.append(message.partition()))
         producer.flush(30)
