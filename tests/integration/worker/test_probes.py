@@ -63,3 +63,6 @@ def test_metrics_and_probes_tell_what_the_worker_did(
 
     assert worker.stop() == 0
     assert http_get(port, "/healthz")[0] == 0, "the port closes with the worker"
+    about_groups = [e for e in worker.events() if "group" in e]
+    assert about_groups, "no log line about a group"
+    assert [e for e in about_groups if not (e.get("keyspace") == keyspace and e.get("table") == "t")] == []
