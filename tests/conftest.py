@@ -139,7 +139,7 @@ def schema_registry_url(stack: Endpoints) -> str:
     return stack.schema_registry_url
 
 
-_TIER_BY_FOLDER = {"unit": "unit", "integration": "integration", "spark": "spark"}
+_TIER_BY_FOLDER = {"unit": "unit", "integration": "integration", "spark": "spark", "ship": "ship"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,0 +1,166 @@
+"""The container images, checked without a Docker engine: hadolint, the essentials of each target
+(pinned bases, non-root, probe, entrypoint, no build tools in the final image), and the install
+recipe itself run into a scratch virtualenv. (The locks against pyproject.toml: tests/unit.)"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.config import BridgeConfig
+from tests.ship.dockerfile import Stage, parse
+from tests.ship.tools import REPO, hadolint
+
+DOCKERFILE = REPO / "Dockerfile"
+LOCKS = REPO / "deploy" / "docker"
+PINNED_PYTHON = re.compile(r"python:3\.\d+\.\d+-slim-(bookworm|trixie)")
+BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|build-essential|make|cmake|git|curl|wget)\b")
+
+
+def _stages() -> dict[str, Stage]:
+    _, stages = parse(DOCKERFILE)
+    return {stage.name: stage for stage in stages}
+
+
+def _run_hadolint(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(hadolint()), "--no-color", "--failure-threshold", "style", str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_hadolint_finds_nothing(tmp_path: Path) -> None:
+    """Every hadolint rule at every severity; the one inline ignore says why. A bad file fails."""
+    done = _run_hadolint(DOCKERFILE)
+    assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python:latest\nRUN apt-get install gcc\n")
+    found = _run_hadolint(bad)
+    assert found.returncode != 0 and "DL3007" in found.stdout and "DL3008" in found.stdout, found.stdout
+
+
+def test_every_base_image_is_pinned_by_version() -> None:
+    stages = _stages()
+    for stage in stages.values():
+        if stage.base in stages:
+            continue  # FROM an earlier stage
+        image, _, tag = stage.base.rpartition(":")
+        assert image and tag and tag != "latest" and re.search(r"\d+\.\d+\.\d+", tag), \
+            f"stage {stage.name}: base {stage.base!r} is not pinned to a full version"
+    assert PINNED_PYTHON.fullmatch(stages["worker"].base), stages["worker"].base
+
+
+def test_worker_image_is_the_default_non_root_probed_cdc_bridge() -> None:
+    _, ordered = parse(DOCKERFILE)
+    worker = ordered[-1]
+    assert worker.name == "worker", "the worker must be the last stage: the default target of `docker build`"
+    user = worker.last("USER")
+    assert user is not None and user.arguments.split(":")[0] not in ("root", "0"), "the worker must not run as root"
+    assert int(user.arguments.split(":")[0]) >= 10000, "a numeric uid (Kubernetes runAsNonRoot can verify it)"
+    entrypoint = worker.last("ENTRYPOINT")
+    assert entrypoint is not None and entrypoint.exec_form() == ["cdc-bridge"]
+    cmd = worker.last("CMD")
+    assert cmd is not None and cmd.exec_form() == ["run", "--config", "/etc/cdc-bridge/worker.properties"]
+    port = BridgeConfig.model_fields["metrics_port"].default
+    assert [i.arguments for i in worker.all("EXPOSE")] == [str(port)]
+    healthcheck = worker.last("HEALTHCHECK")
+    assert healthcheck is not None and "/healthz" in healthcheck.arguments
+    assert f"'{port}'" in healthcheck.arguments, "the probe's default port is metrics.port's default"
+    assert "CDC_BRIDGE_METRICS_PORT" in healthcheck.arguments, "the probe follows metrics.port set by env"
+
+
+def test_final_images_carry_no_build_tools() -> None:
+    """Dependencies come only from the build stages' virtualenv; nothing is compiled or fetched
+    in a final stage except the Spark image's JRE."""
+    stages = _stages()
+    for name in ("worker", "spark"):
+        stage = stages[name]
+        for run in stage.all("RUN"):
+            assert not BUILD_TOOLS.search(run.arguments), f"{name}: {run.arguments}"
+            assert "pip install" not in run.arguments, f"{name} installs Python packages itself: {run.arguments}"
+        copies = [i.arguments for i in stage.all("COPY")]
+        assert copies and all(c.startswith("--from=") for c in copies), f"{name} copies from the context: {copies}"
+    assert [c.arguments for c in stages["worker"].all("COPY")] == ["--from=build /opt/venv /opt/venv"]
+
+
+def test_build_stages_install_only_from_hashed_locks() -> None:
+    stages = _stages()
+    expected = {"build": "deploy/docker/requirements.lock", "spark-build": "deploy/docker/requirements-spark.lock"}
+    for name, lock in expected.items():
+        runs = [r.arguments for r in stages[name].all("RUN")]
+        assert f"deploy/docker/install-venv /opt/venv {lock} /src" in runs, runs
+        assert not any(re.search(r"pip3? install", r) for r in runs), f"{name} bypasses install-venv: {runs}"
+    recipe = (LOCKS / "install-venv").read_text()
+    for flag in ("--require-hashes", "--no-deps", "--only-binary=:all:", "--no-build-isolation", "pip check"):
+        assert flag in recipe, flag
+
+
+def test_spark_image_runs_java_17_as_non_root() -> None:
+    spark = _stages()["spark"]
+    assert any("openjdk-17-jre-headless" in r.arguments for r in spark.all("RUN"))
+    user = spark.last("USER")
+    assert user is not None and int(user.arguments.split(":")[0]) >= 10000
+    entrypoint = spark.last("ENTRYPOINT")
+    assert entrypoint is not None and entrypoint.exec_form() == ["cdc-bridge"]
+    assert spark.last("HEALTHCHECK") is not None
+
+
+def test_merge_spark_jars_keeps_pysparks_own_libraries(tmp_path: Path) -> None:
+    resolved, pyspark = tmp_path / "lib", tmp_path / "pyspark-jars"
+    resolved.mkdir()
+    pyspark.mkdir()
+    for name in ("jackson-core-2.13.5.jar", "kafka-clients-3.9.2.jar", "zstd-jni-1.5.7-3.jar",
+                 "spark-sql-kafka-0-10_2.13-4.2.0.jar"):
+        (resolved / name).write_text(name)
+    for name in ("jackson-core-2.18.2.jar", "spark-sql_2.13-4.2.0.jar", "zstd-jni-1.5.6-9.jar"):
+        (pyspark / name).write_text("spark's")
+    listing = tmp_path / "listing.txt"
+    listing.write_text("The following files have been resolved:\n"
+                       "   com.fasterxml.jackson.core:jackson-core:jar:2.13.5:compile\n"
+                       "   org.apache.kafka:kafka-clients:jar:3.9.2:compile\n"
+                       "   com.github.luben:zstd-jni:jar:1.5.7-3:compile\n"
+                       "   org.apache.spark:spark-sql-kafka-0-10_2.13:jar:4.2.0:compile\n")
+    done = subprocess.run([sys.executable, str(LOCKS / "merge-spark-jars"), str(listing), str(resolved), str(pyspark)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in pyspark.iterdir()) == [
+        "jackson-core-2.18.2.jar", "kafka-clients-3.9.2.jar", "spark-sql-kafka-0-10_2.13-4.2.0.jar",
+        "spark-sql_2.13-4.2.0.jar", "zstd-jni-1.5.6-9.jar"]
+    assert (pyspark / "jackson-core-2.18.2.jar").read_text() == "spark's"
+
+
+def test_build_context_holds_what_the_dockerfile_copies() -> None:
+    ignore = (REPO / ".dockerignore").read_text().splitlines()
+    assert ignore and "*" in ignore, "the context starts empty (no .venv, .stack, tests)"
+    for path in ("pyproject.toml", "README.md", "bridge/", "deploy/docker/"):
+        assert f"!{path}" in ignore, path
+
+
+@pytest.mark.slow
+def test_install_recipe_builds_a_working_worker_venv(tmp_path: Path) -> None:
+    """deploy/docker/install-venv, exactly as the build stage runs it, on this machine's Python
+    (wheels from PyPI, pip's cache): the lock is complete (`pip check`) and cdc-bridge runs."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    shutil.copytree(REPO / "bridge", source / "bridge", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(LOCKS, source / "deploy" / "docker")
+    venv = tmp_path / "venv"
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    done = subprocess.run(
+        [str(source / "deploy/docker/install-venv"), str(venv), str(source / "deploy/docker/requirements.lock"),
+         str(source)],
+        env={"PATH": "/usr/bin:/bin", "PYTHON": str(base_python), "HOME": str(Path.home())},
+        capture_output=True, text=True, timeout=540, check=False,
+    )
+    assert done.returncode == 0, f"install-venv failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "No broken requirements found" in done.stdout
+    version = subprocess.run([str(venv / "bin" / "cdc-bridge"), "--version"], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("cdc-bridge "), version.stderr
+    assert not (venv / "bin" / "pyspark").exists()
+    assert not list((venv / "lib").glob("python3*/site-packages/setuptools")), "the build tool stays behind"
