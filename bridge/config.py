@@ -20,6 +20,7 @@ import javaproperties
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
 
@@ -91,6 +92,10 @@ class BridgeConfig(BaseModel):
                                               "Registry for Avro values.")
     dropped_changes_topic: str | None = _setting("dropped.changes.topic", None,
                                                  "Side topic for range and clustered partition deletes.")
+    schema_name_adjustment_mode: str = _setting("schema.name.adjustment.mode", "avro", "Struct names: none, "
+                                                "avro (invalid characters as _) or avro_unicode (as _uXXXX).")
+    field_name_adjustment_mode: str = _setting("field.name.adjustment.mode", "avro", "Avro field names: none, "
+                                               "avro or avro_unicode; JSON keeps the column names.")
     offset_storage_topic: str | None = _setting("offset.storage.topic", None,
                                                 "Compacted offsets topic; default <name>-offsets.")
     offset_storage_partitions: int = _setting("offset.storage.partitions", 25, "Partitions of a new offsets "
@@ -124,6 +129,11 @@ class BridgeConfig(BaseModel):
     @classmethod
     def _converter(cls, value: str) -> str:
         return converter_kind(value).value
+
+    @field_validator("schema_name_adjustment_mode", "field_name_adjustment_mode")
+    @classmethod
+    def _adjustment(cls, value: str) -> str:
+        return name_adjustment(value).value
 
     @field_validator("kafka")
     @classmethod
@@ -185,6 +195,8 @@ class BridgeConfig(BaseModel):
             key_converter_schema_registry_url=self.key_registry_url,
             value_converter_schema_registry_url=self.value_registry_url,
             dropped_changes_topic=self.dropped_changes_topic,
+            schema_name_adjustment_mode=NameAdjustment(self.schema_name_adjustment_mode),
+            field_name_adjustment_mode=NameAdjustment(self.field_name_adjustment_mode),
         )
 
     def describe(self) -> Iterator[tuple[str, str, str, str]]:

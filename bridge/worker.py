@@ -74,8 +74,10 @@ class Worker:
         self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
         self._book = GroupBook(config.name, config.slots_count)
         self._schemas = TableSchemas(session)
-        self._translator = Translator(config.envelope_settings())
-        self._serializer: RecordSerializer = build_record_serializer(self._translator.settings)
+        envelope_settings = config.envelope_settings()
+        self._serializer: RecordSerializer = build_record_serializer(envelope_settings)
+        # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
+        self._translator = Translator(envelope_settings, on_new_plan=self._serializer.prepare)
         self._pending: dict[GroupId, Position] = {}
         self._committed: dict[GroupId, Position] = {}  # ours, authoritative over the follower's view
         self._urgent = False
@@ -97,7 +99,8 @@ class Worker:
 
     def start(self) -> None:
         for keyspace, table in self.config.tables():
-            self._schemas.get(keyspace, table)  # a missing table stops start-up here
+            # A missing table, or a schema the registry refuses, stops start-up here.
+            self._translator.plan(self._schemas.get(keyspace, table))
         self._offsets.start()
         self._offsets.catch_up(timeout_s=60)
         self._producer = self._new_producer()

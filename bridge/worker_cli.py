@@ -13,6 +13,7 @@ import structlog
 
 from bridge.config import BridgeConfig, ConfigError
 from bridge.config_cli import add_config_arguments, config_from_args
+from bridge.envelope.errors import PlanError, SerializationError
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
@@ -93,6 +94,11 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")
     except TableMissingError as error:
         return _fail("scylla.table.names", str(error))
+    except PlanError as error:  # a table the envelope cannot carry (a name clash)
+        return _fail("scylla.table.names", str(error))
+    except SerializationError as error:  # the registry refused or could not take a table's schemas
+        side = "key" if "-key:" in str(error) else "value"
+        return _fail(f"{side}.converter.schema.registry.url", str(error))
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

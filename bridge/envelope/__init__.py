@@ -1,7 +1,7 @@
 """Change records -> Debezium envelopes in the Java connector's legacy cell format -> bytes.
 
-    translator = Translator(EnvelopeSettings.from_properties(properties))
-    serializer = build_record_serializer(translator.settings)
+    serializer = build_record_serializer(settings)                   # settings: config.envelope_settings()
+    translator = Translator(settings, on_new_plan=serializer.prepare) # Avro schemas registered per plan
     translation = translator.translate(change_record, table_schema)  # pure; plans cached per schema
     for record in translation.records:                               # envelopes, tombstones, side records
         key, value = serializer.serialize(record)                    # JSON (JsonConverter) or Avro bytes

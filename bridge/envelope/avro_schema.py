@@ -8,6 +8,12 @@
   float64 -> double; Date -> int `date`; Timestamp -> long `timestamp-millis`; other named
   primitives keep `connect.name`/`connect.version`/`connect.parameters`/`connect.default`.
 - array -> array (items optional -> union).
+
+Names are made valid for Java Avro (a registry parses what it stores with it) by the modes of
+`bridge.envelope.names`: record names by `schema.name.adjustment.mode` (the Connect names are
+already adjusted; a namespace part that starts with a digit is repaired here), field names by
+`field.name.adjustment.mode`. `connect.name` keeps the Connect name. Two fields of one record, or
+two different structs, that end up with one Avro name are refused with both names.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import SerializationError
+from bridge.envelope.names import NameAdjustment, adjust_field_name, avro_full_name
 
 _PRIMITIVES = {
     cs.INT8: "int",
@@ -37,8 +44,11 @@ def split_name(full_name: str) -> tuple[str | None, str]:
 
 
 class _Converter:
-    def __init__(self) -> None:
+    def __init__(self, field_mode: NameAdjustment, name_mode: NameAdjustment) -> None:
+        self.field_mode = field_mode
+        self.name_mode = name_mode
         self.defined: dict[str, cs.ConnectSchema] = {}
+        self.avro_names: dict[str, str] = {}  # Avro full name -> the Connect name it came from
 
     def schema(self, schema: cs.ConnectSchema, ignore_optional: bool = False) -> Any:
         base = self._base(schema)
@@ -70,24 +80,42 @@ class _Converter:
     def _record(self, schema: cs.ConnectSchema) -> Any:
         if schema.name is None:
             raise SerializationError("a struct schema without a name has no Avro record name")
+        full_name = avro_full_name(schema.name, self.name_mode)
         known = self.defined.get(schema.name)
         if known is not None:
             if known != schema:
                 raise SerializationError(f"two different structs are both named {schema.name!r}")
-            return schema.name
+            return full_name
+        taken = self.avro_names.setdefault(full_name, schema.name)
+        if taken != schema.name:
+            raise SerializationError(f"structs {taken!r} and {schema.name!r} both get the Avro name {full_name!r}")
         self.defined[schema.name] = schema
-        namespace, name = split_name(schema.name)
+        namespace, name = split_name(full_name)
         record: dict[str, Any] = {"type": "record", "name": name}
         if namespace is not None:
             record["namespace"] = namespace
-        record["fields"] = [self._field(member) for member in schema.fields]
+        record["fields"] = self._fields(schema)
         if schema.version is not None:
             record["connect.version"] = schema.version
         record["connect.name"] = schema.name
         return record
 
-    def _field(self, member: cs.ConnectField) -> dict[str, Any]:
-        field: dict[str, Any] = {"name": member.name, "type": self.schema(member.schema)}
+    def _fields(self, schema: cs.ConnectSchema) -> list[dict[str, Any]]:
+        by_name: dict[str, str] = {}
+        fields = []
+        for member in schema.fields:
+            name = adjust_field_name(member.name, self.field_mode)
+            taken = by_name.setdefault(name, member.name)
+            if taken != member.name:
+                raise SerializationError(
+                    f"fields {taken!r} and {member.name!r} of {schema.name} both get the Avro name {name!r}"
+                    " (field.name.adjustment.mode; avro_unicode keeps them apart)"
+                )
+            fields.append(self._field(name, member))
+        return fields
+
+    def _field(self, name: str, member: cs.ConnectField) -> dict[str, Any]:
+        field: dict[str, Any] = {"name": name, "type": self.schema(member.schema)}
         if member.schema.default is not None:
             field["default"] = member.schema.default
         elif member.schema.optional:
@@ -95,6 +123,10 @@ class _Converter:
         return field
 
 
-def avro_schema(schema: cs.ConnectSchema) -> Any:
+def avro_schema(
+    schema: cs.ConnectSchema,
+    field_mode: NameAdjustment = NameAdjustment.AVRO,
+    name_mode: NameAdjustment = NameAdjustment.AVRO,
+) -> Any:
     """The Avro schema (JSON-ready) of a top-level key or value schema."""
-    return _Converter().schema(schema)
+    return _Converter(field_mode, name_mode).schema(schema)

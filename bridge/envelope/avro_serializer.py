@@ -1,10 +1,13 @@
 """Avro in the Confluent framing (magic byte 0, 4-byte big-endian schema id, Avro binary) against
 a Confluent-compatible schema registry (subjects `<topic>-key` / `<topic>-value`).
 
-This is the only module of `bridge.envelope` that does I/O: it registers each schema once per
-subject (a table altered with a new column gives a new schema, hence a new registered version),
-checks it with fastavro's schema parser, and encodes values with the schema's compiled encoder
-(`avro_encoder`, the same bytes as fastavro's writer, about twice as fast on envelopes).
+This is the only module of `bridge.envelope` that does I/O: `register` registers a schema once
+per subject (a table altered with a new column gives a new schema, hence a new registered
+version), checks it with fastavro's schema parser and compiles its encoder (`avro_encoder`, the
+same bytes as fastavro's writer, about twice as fast on envelopes). `serialize` only encodes:
+it never calls the registry, so no HTTP request waits inside a Kafka transaction. Schemas are
+registered when a plan is built (`RecordSerializer.prepare`, called by the `Translator`); a
+schema that was not is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from bridge.envelope import connect_schema as cs
 from bridge.envelope.avro_encoder import ENCODING_ERRORS, compile_unchecked, unfit
 from bridge.envelope.avro_schema import avro_schema
 from bridge.envelope.errors import SerializationError
+from bridge.envelope.names import NameAdjustment
 
 _HEADER = struct.Struct(">bI")
 MAGIC_BYTE = 0
@@ -42,21 +46,33 @@ class _Compiled:
 
 
 class AvroSerializer:
-    """One side (key or value) of an AvroConverter."""
+    """One side (key or value) of an AvroConverter. The adjustment modes make the registered
+    names valid Java Avro names (`bridge.envelope.names`); they do not change the bytes."""
 
-    def __init__(self, registry: SchemaRegistry, is_key: bool) -> None:
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        is_key: bool,
+        field_mode: NameAdjustment = NameAdjustment.AVRO,
+        name_mode: NameAdjustment = NameAdjustment.AVRO,
+    ) -> None:
         self.registry = registry
         self.suffix = "-key" if is_key else "-value"
-        self._compiled: dict[tuple[int, str], _Compiled] = {}
+        self.field_mode = field_mode
+        self.name_mode = name_mode
+        self._compiled: dict[tuple[int, str], _Compiled] = {}  # by the schema's identity: no hashing per record
+        self._registered: dict[tuple[cs.ConnectSchema, str], _Compiled] = {}  # by value
 
-    def schema_id(self, topic: str, schema: cs.ConnectSchema) -> int:
-        return int(_HEADER.unpack(self._compile(topic, schema).header)[1])
+    def prepare(self, topic: str, schema: cs.ConnectSchema) -> None:
+        self.register(topic, schema)
 
-    def _compile(self, topic: str, schema: cs.ConnectSchema) -> _Compiled:
-        cached = self._compiled.get((id(schema), topic))
-        if cached is not None and cached.schema is schema:
-            return cached
-        definition = avro_schema(schema)
+    def register(self, topic: str, schema: cs.ConnectSchema) -> int:
+        """Registers `schema` under `<topic>-key|value` (once; later calls answer from the cache)
+        and returns its id. Raises SerializationError naming the subject."""
+        cached = self._lookup(topic, schema)
+        if cached is not None:
+            return int(_HEADER.unpack(cached.header)[1])
+        definition = avro_schema(schema, self.field_mode, self.name_mode)
         try:
             fastavro.parse_schema(definition)  # a schema Avro tooling cannot read fails here, once
         except Exception as error:  # fastavro raises several exception types for bad schemas
@@ -66,7 +82,19 @@ class AvroSerializer:
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
         compiled = _Compiled(schema, compile_unchecked(schema), _HEADER.pack(MAGIC_BYTE, schema_id))
-        self._compiled[(id(schema), topic)] = compiled
+        self._compiled[(id(schema), topic)] = self._registered[(schema, topic)] = compiled
+        return int(schema_id)
+
+    def _lookup(self, topic: str, schema: cs.ConnectSchema) -> _Compiled | None:
+        """The registered schema: by identity, or else by value (an equal schema of another plan
+        object, for example one built by a second Translator), then remembered by identity."""
+        compiled = self._compiled.get((id(schema), topic))
+        if compiled is not None and compiled.schema is schema:
+            return compiled
+        compiled = self._registered.get((schema, topic))
+        if compiled is not None:
+            compiled = _Compiled(schema, compiled.encode, compiled.header)
+            self._compiled[(id(schema), topic)] = compiled
         return compiled
 
     def serialize(self, topic: str, schema: cs.ConnectSchema | None, value: Any) -> bytes | None:
@@ -74,9 +102,14 @@ class AvroSerializer:
             return None
         if schema is None:
             raise SerializationError(f"topic {topic}: an Avro value needs a schema")
-        compiled = self._compiled.get((id(schema), topic))  # _compile's cache, without its call
+        compiled = self._compiled.get((id(schema), topic))
         if compiled is None or compiled.schema is not schema:
-            compiled = self._compile(topic, schema)
+            compiled = self._lookup(topic, schema)
+        if compiled is None:
+            raise SerializationError(
+                f"topic {topic}: schema {schema.name} is not registered under {topic + self.suffix}"
+                " (plans register their schemas when they are built)"
+            )
         out = bytearray(compiled.header)
         try:
             compiled.encode(out, value)

@@ -130,15 +130,3 @@ def json_schema(schema: ConnectSchema) -> dict[str, Any]:
     if schema.default is not None:
         rendered["default"] = schema.default
     return rendered
-
-
-def adjust_schema_name(name: str) -> str:
-    """Debezium's SchemaNameAdjuster: every character that is not valid in an Avro full name
-    (letters, `_`, and after the first character also digits and `.`) becomes `_`."""
-    out = []
-    for position, char in enumerate(name):
-        valid = char == "_" or ("A" <= char <= "Z") or ("a" <= char <= "z")
-        if position > 0:
-            valid = valid or char == "." or ("0" <= char <= "9")
-        out.append(char if valid else "_")
-    return "".join(out)

@@ -27,6 +27,7 @@ from typing import Any
 
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import ValueConversionError
+from bridge.envelope.names import SchemaNames
 from bridge.envelope.types import Converter, TypeMapping, hashable_form, list_values_of_keyed, map_type, udt_fields
 from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.schema import CqlType, scalar
@@ -62,7 +63,7 @@ def _elements_struct(name: str, added: cs.ConnectSchema, removed: cs.ConnectSche
     return cs.struct(name, fields, True)
 
 
-def _set_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapping:
+def _set_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> MultiCellMapping:
     element = map_type(cql.params[0], prefix)
     full = map_type(cql.as_frozen(), prefix)
     schema = _elements_struct(elements_name, cs.array(element.schema), cs.array(element.schema))
@@ -74,7 +75,7 @@ def _set_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapp
     return MultiCellMapping(full, schema, full.convert, full.convert, without)
 
 
-def _map_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapping:
+def _map_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> MultiCellMapping:
     key = map_type(cql.params[0], prefix)
     full = map_type(cql.as_frozen(), prefix)
     schema = _elements_struct(elements_name, full.schema, cs.array(key.schema))
@@ -90,7 +91,7 @@ def _map_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapp
     return MultiCellMapping(full, schema, full.convert, removed, without)
 
 
-def _list_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapping:
+def _list_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> MultiCellMapping:
     element = map_type(cql.params[0], prefix)
     keyed = map_type(CqlType("map", (scalar("timeuuid"), cql.params[0]), frozen=True), prefix)
     full = TypeMapping(cs.array(element.schema), list_values_of_keyed(element))
@@ -112,7 +113,7 @@ def _list_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMap
     return MultiCellMapping(full, schema, added, removed, without)
 
 
-def _udt_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapping:
+def _udt_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> MultiCellMapping:
     full = map_type(cql.as_frozen(), prefix)
     schema = _elements_struct(elements_name, full.schema, cs.array(cs.primitive(cs.STRING)))
     names = cql.field_names
@@ -132,9 +133,9 @@ def _udt_mapping(cql: CqlType, prefix: str, elements_name: str) -> MultiCellMapp
     return MultiCellMapping(full, schema, full.convert, removed, without)
 
 
-def map_multi_cell(cql: CqlType, prefix: str, column: str) -> MultiCellMapping:
+def map_multi_cell(cql: CqlType, prefix: SchemaNames, column: str) -> MultiCellMapping:
     """The mapping of a non-frozen collection or UDT column `column` of type `cql`."""
-    elements_name = f"{prefix}{column}.Elements"
+    elements_name = prefix.of(f"{column}.Elements")
     if cql.kind == "set":
         return _set_mapping(cql, prefix, elements_name)
     if cql.kind == "map":

@@ -91,6 +91,9 @@ class JsonSerializer:
             self._prefixes[id(schema)] = cached
         return cached[1]
 
+    def prepare(self, topic: str, schema: ConnectSchema) -> None:
+        """Nothing to register: JSON carries its schema inline or not at all."""
+
     def serialize(self, topic: str, schema: ConnectSchema | None, value: Any) -> bytes | None:
         del topic  # JsonConverter does not use it
         if value is None and schema is None:

@@ -1,7 +1,7 @@
 """Per-table translation plans: every schema, name and converter, built once per table schema.
 
 Names follow the Java connector's legacy format, with `P` = `<topic.prefix>.<keyspace>.<table>`
-(passed through Debezium's schema-name adjuster):
+(each struct name passed whole through Debezium's schema-name adjuster, `schema.name.adjustment.mode`):
 
 - topic `<topic.prefix>.<keyspace>.<table>` (not adjusted);
 - key struct `P.Key`; row structs `P.Before` / `P.After` (optional); envelope `P.Envelope`;
@@ -24,6 +24,7 @@ from typing import Any
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, delta_cells, map_multi_cell
 from bridge.envelope.errors import PlanError, ValueConversionError
+from bridge.envelope.names import SchemaNames
 from bridge.envelope.row_code import ColumnCode, KeyBuilder, RowBuilder, compile_builder, compile_key_builder
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
@@ -88,7 +89,6 @@ class DroppedChangePlan:
 class TablePlan:
     table: TableSchema
     topic: str
-    schema_prefix: str
     key_schema: cs.ConnectSchema
     before_schema: cs.ConnectSchema
     after_schema: cs.ConnectSchema
@@ -113,13 +113,13 @@ def log_order(columns: tuple[Column, ...]) -> tuple[Column, ...]:
     return tuple(sorted(columns, key=lambda c: c.name.encode()))
 
 
-def _key_plan(column: Column, prefix: str) -> tuple[KeyColumnPlan, cs.ConnectSchema]:
+def _key_plan(column: Column, prefix: SchemaNames) -> tuple[KeyColumnPlan, cs.ConnectSchema]:
     mapping = map_type(column.type, prefix)
     return KeyColumnPlan(column.name, mapping.convert), mapping.schema
 
 
-def _value_plan(column: Column, prefix: str) -> tuple[ValueColumnPlan, list[cs.ConnectField]]:
-    cell_name = cs.adjust_schema_name(f"{prefix}{column.name}.Cell")
+def _value_plan(column: Column, prefix: SchemaNames) -> tuple[ValueColumnPlan, list[cs.ConnectField]]:
+    cell_name = prefix.of(f"{column.name}.Cell")
     if not column.type.is_multi_cell:
         mapping = map_type(column.type, prefix)
         cell = cs.struct(cell_name, [cs.ConnectField("value", mapping.schema)], True)
@@ -153,7 +153,7 @@ def _check_names(table: TableSchema) -> None:
             )
 
 
-def _envelope_schema(prefix: str, before: cs.ConnectSchema, after: cs.ConnectSchema) -> cs.ConnectSchema:
+def _envelope_schema(prefix: SchemaNames, before: cs.ConnectSchema, after: cs.ConnectSchema) -> cs.ConnectSchema:
     fields = [
         cs.ConnectField("source", SOURCE_SCHEMA),
         cs.ConnectField("before", before),
@@ -164,13 +164,13 @@ def _envelope_schema(prefix: str, before: cs.ConnectSchema, after: cs.ConnectSch
         cs.ConnectField("ts_us", cs.OPTIONAL_INT64),
         cs.ConnectField("ts_ns", cs.OPTIONAL_INT64),
     ]
-    return cs.struct(cs.adjust_schema_name(prefix + "Envelope"), fields, False)
+    return cs.struct(prefix.of("Envelope"), fields, False)
 
 
-def _dropped_plan(topic: str, prefix: str, table: TableSchema) -> DroppedChangePlan:
+def _dropped_plan(topic: str, prefix: SchemaNames, table: TableSchema) -> DroppedChangePlan:
     clustering = [_key_plan(c, prefix) for c in table.clustering_key]
     bound = cs.struct(
-        cs.adjust_schema_name(prefix + "Clustering"),
+        prefix.of("Clustering"),
         [cs.ConnectField(p.name, schema) for p, schema in clustering],
         True,
     )
@@ -184,7 +184,7 @@ def _dropped_plan(topic: str, prefix: str, table: TableSchema) -> DroppedChangeP
         cs.ConnectField("end_inclusive", optional_bool),
         cs.ConnectField("ts_ms", cs.OPTIONAL_INT64),
     ]
-    value = cs.struct(cs.adjust_schema_name(prefix + "DroppedChange"), fields, False)
+    value = cs.struct(prefix.of("DroppedChange"), fields, False)
     return DroppedChangePlan(topic, value, tuple((p.name, p.convert) for p, _ in clustering))
 
 
@@ -200,7 +200,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
     """Everything needed to translate the change records of `table`; raises PlanError."""
     _check_names(table)
     base = f"{settings.topic_prefix}.{table.keyspace}.{table.name}"
-    prefix = cs.adjust_schema_name(base) + "."
+    prefix = SchemaNames(base, settings.schema_name_adjustment_mode)
     try:
         key_parts = {c.name: _key_plan(c, prefix) for c in table.primary_key}
         value_parts = {c.name: _value_plan(c, prefix) for c in table.value_columns}
@@ -209,7 +209,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
     ordered = log_order(table.columns)
     key_slots = tuple((c.name, key_parts[c.name][0].convert) for c in ordered if c.is_key)
     key_schema = cs.struct(
-        cs.adjust_schema_name(prefix + "Key"),
+        prefix.of("Key"),
         [cs.ConnectField(c.name, key_parts[c.name][1]) for c in ordered if c.is_key],
         False,
     )
@@ -222,13 +222,12 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         else:
             row_columns.append(value_parts[column.name][0])
             row_fields.extend(value_parts[column.name][1])
-    before = cs.struct(cs.adjust_schema_name(prefix + "Before"), row_fields, True)
-    after = cs.struct(cs.adjust_schema_name(prefix + "After"), row_fields, True)
+    before = cs.struct(prefix.of("Before"), row_fields, True)
+    after = cs.struct(prefix.of("After"), row_fields, True)
     dropped_topic = settings.dropped_changes_topic
     return TablePlan(
         table=table,
         topic=base,
-        schema_prefix=prefix,
         key_schema=key_schema,
         before_schema=before,
         after_schema=after,

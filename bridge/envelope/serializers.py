@@ -9,11 +9,15 @@ from typing import Any, Protocol
 from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry, registry_client
 from bridge.envelope.connect_schema import ConnectSchema
 from bridge.envelope.json_serializer import JsonSerializer
+from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import KafkaRecord
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 
 
 class Serializer(Protocol):
+    def prepare(self, topic: str, schema: ConnectSchema) -> None:
+        """Whatever must happen once per schema before `serialize` (registering it)."""
+
     def serialize(self, topic: str, schema: ConnectSchema | None, value: Any) -> bytes | None: ...
 
 
@@ -23,6 +27,16 @@ class RecordSerializer:
 
     key: Serializer
     value: Serializer
+
+    def prepare(self, plan: TablePlan) -> None:
+        """Registers every schema the records of `plan` can carry (the data topic's key and
+        envelope, the dropped-changes side topic's), so that `serialize` needs no registry.
+        Give it to `Translator(on_new_plan=...)`: it then runs once per plan, when it is built."""
+        self.key.prepare(plan.topic, plan.key_schema)
+        self.value.prepare(plan.topic, plan.value_schema)
+        if plan.dropped is not None:
+            self.key.prepare(plan.dropped.topic, plan.key_schema)
+            self.value.prepare(plan.dropped.topic, plan.dropped.value_schema)
 
     def serialize(self, record: KafkaRecord) -> tuple[bytes | None, bytes | None]:
         return (
@@ -42,7 +56,9 @@ def build_record_serializer(
         assert url is not None  # EnvelopeSettings checks it
         if url not in registries:
             registries[url] = registry_factory(url)
-        return AvroSerializer(registries[url], is_key)
+        return AvroSerializer(
+            registries[url], is_key, settings.field_name_adjustment_mode, settings.schema_name_adjustment_mode
+        )
 
     return RecordSerializer(
         side(

@@ -15,6 +15,11 @@ names (dots become underscores) so the global config loader can map them one to 
   the Confluent-compatible registry.
 - `dropped.changes.topic` (none): opt-in side topic for range deletes and partition deletes of
   clustered tables, which otherwise give no event and are only counted.
+- `schema.name.adjustment.mode` (avro): `none`, `avro` or `avro_unicode`, Debezium's adjustment
+  of struct names (`bridge.envelope.names`); `avro` is what the Java connector always does.
+- `field.name.adjustment.mode` (avro): the same for field names, applied to the Avro schemas (a
+  quoted CQL name such as `"it's"` is no Avro name); JSON keeps the names as the table has them,
+  as the Java connector writes them.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from bridge.envelope.errors import SettingsError
+from bridge.envelope.names import NameAdjustment, name_adjustment
 
 
 class ConverterKind(Enum):
@@ -61,6 +67,8 @@ class EnvelopeSettings:
     key_converter_schema_registry_url: str | None = None
     value_converter_schema_registry_url: str | None = None
     dropped_changes_topic: str | None = None
+    schema_name_adjustment_mode: NameAdjustment = NameAdjustment.AVRO
+    field_name_adjustment_mode: NameAdjustment = NameAdjustment.AVRO
 
     def __post_init__(self) -> None:
         if not self.topic_prefix:
@@ -96,6 +104,11 @@ def _parse(field_name: str, key: str, raw: str) -> object:
         if text.lower() not in ("true", "false"):
             raise SettingsError(f"{key}: expected true or false, got {raw!r}")
         return text.lower() == "true"
+    if field_name.endswith("_adjustment_mode"):
+        try:
+            return name_adjustment(text)
+        except ValueError as error:
+            raise SettingsError(f"{key}: {error}") from None
     if field_name.endswith("_converter"):
         try:
             return converter_kind(text)

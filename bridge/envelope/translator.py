@@ -19,11 +19,19 @@ def _wall_clock_micros() -> int:
 
 class Translator:
     """Builds each table schema's plan once (a schema change gives a new TableSchema, hence a new
-    plan) and translates records with it."""
+    plan) and translates records with it. `on_new_plan` runs once per plan built, before its
+    first record is translated (`RecordSerializer.prepare` registers the plan's Avro schemas
+    there); when it raises, the plan is not kept and the next call tries again."""
 
-    def __init__(self, settings: EnvelopeSettings, clock_micros: Callable[[], int] = _wall_clock_micros) -> None:
+    def __init__(
+        self,
+        settings: EnvelopeSettings,
+        clock_micros: Callable[[], int] = _wall_clock_micros,
+        on_new_plan: Callable[[TablePlan], None] | None = None,
+    ) -> None:
         self.settings = settings
         self._clock = clock_micros
+        self._on_new_plan = on_new_plan
         # Keyed by identity first (no hashing of the whole schema per record), then by value so
         # that equal schemas loaded twice share one plan.
         self._by_identity: dict[int, tuple[TableSchema, TablePlan]] = {}
@@ -36,6 +44,8 @@ class Translator:
         plan = self._by_schema.get(table)
         if plan is None:
             plan = build_plan(table, self.settings)
+            if self._on_new_plan is not None:
+                self._on_new_plan(plan)
             self._by_schema[table] = plan
         self._by_identity[id(table)] = (table, plan)
         return plan

@@ -23,7 +23,8 @@ non-null value, as the cassandra-driver returns it, into the Connect value the s
 | tuple                       | struct `<p>Tuple_A_B` {field_0, ...}           | dict           |
 | UDT                         | struct `<p>UDT_<name>`; all fields null -> null | dict          |
 
-`<p>` is the table's schema-name prefix `<topic.prefix>.<ks>.<table>.`. A value of the wrong
+`<p>` is the table's schema-name prefix `<topic.prefix>.<ks>.<table>.`, each name adjusted as a
+whole by `schema.name.adjustment.mode` (`bridge.envelope.names`). A value of the wrong
 Python type or out of range raises `ValueConversionError`; nothing is coerced silently.
 
 Floats carry their Java width for the JSON writer: float32 values are always `Float32`
@@ -47,6 +48,7 @@ import orjson
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import ValueConversionError
 from bridge.envelope.java_text import duration_text, inet_text, to_float32
+from bridge.envelope.names import SchemaNames
 from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.schema import CqlType
 
@@ -355,28 +357,28 @@ def _udt_struct(members: list[TypeMapping], names: tuple[str, ...]) -> Converter
     return to_struct
 
 
-def map_type(cql: CqlType, name_prefix: str) -> TypeMapping:
+def map_type(cql: CqlType, names: SchemaNames) -> TypeMapping:
     """The Connect schema (always optional) and converter of a frozen/atomic CQL value."""
     if cql.kind in _SCALARS:
         make_schema, convert = _SCALARS[cql.kind]
         return TypeMapping(make_schema(), convert)
     if cql.kind in ("list", "set", "vector"):
-        element = map_type(cql.params[0], name_prefix)
+        element = map_type(cql.params[0], names)
         return TypeMapping(cs.array(element.schema), _array_of(element, cql.kind))
     if cql.kind == "map":
-        key, item = (map_type(p, name_prefix) for p in cql.params)
-        entry_name = f"{name_prefix}MapEntry_{type_label(cql.params[0])}_{type_label(cql.params[1])}"
+        key, item = (map_type(p, names) for p in cql.params)
+        entry_name = names.of(f"MapEntry_{type_label(cql.params[0])}_{type_label(cql.params[1])}")
         entry_fields = [cs.ConnectField("key", key.schema), cs.ConnectField("value", item.schema)]
         entry = cs.struct(entry_name, entry_fields, False)
         return TypeMapping(cs.array(entry), _map_entries(key, item))
     if cql.kind == "tuple":
-        members = [map_type(p, name_prefix) for p in cql.params]
-        names = [f"field_{i}" for i in range(len(members))]
-        fields = [cs.ConnectField(n, m.schema) for n, m in zip(names, members, strict=True)]
-        return TypeMapping(cs.struct(name_prefix + type_label(cql), fields, True), _tuple_struct(members, names))
+        members = [map_type(p, names) for p in cql.params]
+        field_names = [f"field_{i}" for i in range(len(members))]
+        fields = [cs.ConnectField(n, m.schema) for n, m in zip(field_names, members, strict=True)]
+        return TypeMapping(cs.struct(names.of(type_label(cql)), fields, True), _tuple_struct(members, field_names))
     if cql.kind == "udt":
-        members = [map_type(p, name_prefix) for p in cql.params]
+        members = [map_type(p, names) for p in cql.params]
         fields = [cs.ConnectField(n, m.schema) for n, m in zip(cql.field_names, members, strict=True)]
-        schema = cs.struct(name_prefix + type_label(cql), fields, True)
+        schema = cs.struct(names.of(type_label(cql)), fields, True)
         return TypeMapping(schema, _udt_struct(members, cql.field_names))
     raise ValueConversionError(f"unsupported CQL type {cql.cql()}")

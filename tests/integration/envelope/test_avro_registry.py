@@ -91,9 +91,10 @@ def test_envelopes_round_trip_through_kafka_and_the_registry(
         key_converter_schema_registry_url=schema_registry_url,
         value_converter_schema_registry_url=schema_registry_url,
     )
-    translator = Translator(settings)
+    serializer = build_record_serializer(settings)
+    translator = Translator(settings, on_new_plan=serializer.prepare)
     schema = table()
-    plan = translator.plan(schema)
+    plan = translator.plan(schema)  # registers the key and value schemas
     make_topic(plan.topic)
     pk = uuid.uuid4()
     written: list[KafkaRecord] = []
@@ -114,7 +115,6 @@ def test_envelopes_round_trip_through_kafka_and_the_registry(
         row(Operation.ROW_DELETE, pk=pk, ck=1),
     ):
         written += translator.translate(record(schema, log_row), schema).records
-    serializer = build_record_serializer(settings)
     produce(kafka_bootstrap, plan.topic, [serializer.serialize(r) for r in written])
 
     messages = consume(make_consumer, plan.topic, len(written))
@@ -143,15 +143,15 @@ def test_an_added_column_registers_a_new_compatible_version(schema_registry_url:
     settings = EnvelopeSettings("p")
     old_plan, new_plan = Translator(settings).plan(table()), Translator(settings).plan(table([("added", "int")]))
     values, keys = AvroSerializer(client, is_key=False), AvroSerializer(client, is_key=True)
-    first = values.schema_id(topic, old_plan.value_schema)
-    keys.schema_id(topic, old_plan.key_schema)
+    first = values.register(topic, old_plan.value_schema)
+    keys.register(topic, old_plan.key_schema)
     client.set_compatibility(subject_name=f"{topic}-value", level="BACKWARD")  # type: ignore[attr-defined]
     candidate = registry_schema(json.dumps(avro_schema(new_plan.value_schema)))
     assert client.test_compatibility(f"{topic}-value", candidate) is True  # type: ignore[attr-defined]
-    second = values.schema_id(topic, new_plan.value_schema)
+    second = values.register(topic, new_plan.value_schema)
     assert second != first
     assert client.get_versions(f"{topic}-value") == [1, 2]  # type: ignore[attr-defined]
-    assert keys.schema_id(topic, new_plan.key_schema) == keys.schema_id(topic, old_plan.key_schema)
+    assert keys.register(topic, new_plan.key_schema) == keys.register(topic, old_plan.key_schema)
     assert client.get_versions(f"{topic}-key") == [1]  # type: ignore[attr-defined]
 
 
@@ -162,4 +162,4 @@ def test_registry_errors_are_reported_with_the_subject() -> None:
     serializer = AvroSerializer(unreachable, is_key=True)
     plan = Translator(EnvelopeSettings("p")).plan(table())
     with pytest.raises(SerializationError, match="registering the schema of subject t-key"):
-        serializer.serialize("t", plan.key_schema, {"ck": 1, "pk": str(uuid.uuid4())})
+        serializer.register("t", plan.key_schema)

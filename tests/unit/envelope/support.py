@@ -19,6 +19,7 @@ from bridge.envelope.avro_schema import avro_schema
 from bridge.envelope.avro_serializer import AvroSerializer
 from bridge.envelope.connect_schema import ConnectSchema, json_schema
 from bridge.envelope.json_serializer import JsonSerializer
+from bridge.envelope.names import NameAdjustment, adjust_field_name
 from bridge.envelope.plan import TablePlan, build_plan
 from bridge.envelope.records import KafkaRecord, Translation
 from bridge.envelope.settings import EnvelopeSettings
@@ -28,6 +29,7 @@ from bridge.scylla.log_schema import deleted_column, deleted_elements_column
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.schema import CdcOptions, Column, ColumnKind, CqlType, TableSchema, parse_cql_type
 from bridge.scylla.stream_id import StreamId
+from bridge.testing import InProcessRegistry
 
 STREAM = StreamId.build(-4_611_686_018_427_387_904, 12345, 7)
 WRITE_MICROS = 1_718_022_896_789_123  # 2024-06-10T12:34:56.789123Z
@@ -93,24 +95,6 @@ def run(plan: TablePlan, *rows: LogRow) -> Translation:
     return translate(plan, record(plan.table, *rows), NOW_MICROS)
 
 
-class InProcessRegistry:
-    """A schema registry stand-in for unit tests: one id per distinct schema text."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.subjects: dict[str, list[int]] = {}
-
-    def register_schema(self, subject_name: str, schema: Any, normalize_schemas: bool = False) -> int:
-        schema_id = self.ids.setdefault(schema.schema_str, len(self.ids) + 1)
-        versions = self.subjects.setdefault(subject_name, [])
-        if schema_id not in versions:
-            versions.append(schema_id)
-        return schema_id
-
-    def schema(self, schema_id: int) -> Any:
-        return json.loads(next(text for text, i in self.ids.items() if i == schema_id))
-
-
 def _without_logical_types(avro: Any) -> Any:
     if isinstance(avro, dict):
         return {k: _without_logical_types(v) for k, v in avro.items() if k != "logicalType"}
@@ -119,10 +103,23 @@ def _without_logical_types(avro: Any) -> Any:
     return avro
 
 
+def avro_form(value: Any, schema: ConnectSchema, mode: NameAdjustment = NameAdjustment.AVRO) -> Any:
+    """A Connect value with its struct members under their Avro field names (what an Avro reader
+    of the registered schema sees; `field.name.adjustment.mode` = `mode`)."""
+    if value is None:
+        return None
+    if schema.type == "struct":
+        return {adjust_field_name(f.name, mode): avro_form(value[f.name], f.schema, mode) for f in schema.fields}
+    if schema.type == "array":
+        assert schema.items is not None
+        return [avro_form(item, schema.items, mode) for item in value]
+    return value
+
+
 def fastavro_bytes(value: Any, schema: ConnectSchema) -> bytes:
     """The reference encoding: fastavro's writer on the schema's Avro form."""
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, fastavro.parse_schema(avro_schema(schema)), value)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(avro_schema(schema)), avro_form(value, schema))
     return out.getvalue()
 
 
@@ -145,7 +142,10 @@ class Wire:
     def _side(self, topic: str, schema: ConnectSchema | None, value: Any, is_key: bool) -> Any:
         off = self.json_off.serialize(topic, schema, value)
         on = self.json_on.serialize(topic, schema, value)
-        avro = (self.avro_key if is_key else self.avro_value).serialize(topic, schema, value)
+        avro_side = self.avro_key if is_key else self.avro_value
+        if schema is not None:
+            avro_side.register(topic, schema)  # what RecordSerializer.prepare does when a plan is built
+        avro = avro_side.serialize(topic, schema, value)
         if value is None:
             assert off is None and on is None and avro is None
             return None
@@ -153,7 +153,7 @@ class Wire:
         assert on == b'{"schema":' + orjson.dumps(json_schema(schema)) + b',"payload":' + off + b"}"
         assert avro[0] == 0
         assert avro[5:] == fastavro_bytes(value, schema)  # the compiled encoder writes what fastavro writes
-        assert avro_decode(avro[5:], schema) == value
+        assert avro_decode(avro[5:], schema) == avro_form(value, schema)
         return json.loads(off)
 
     def check(self, record: KafkaRecord) -> tuple[Any, Any]:

@@ -16,9 +16,9 @@ from bridge.envelope.avro_serializer import AvroSerializer
 from bridge.envelope.errors import SerializationError
 from bridge.envelope.types import Float32, Float64
 from bridge.scylla.model import Operation
+from bridge.testing import InProcessRegistry
 from tests.unit.envelope.support import (
     ENVELOPE_FIELDS,
-    InProcessRegistry,
     fastavro_bytes,
     make_table,
     plan_for,
@@ -138,12 +138,14 @@ def _decode(body: bytes, writer: Any, reader: Any | None = None) -> Any:
 def test_confluent_framing_and_subjects() -> None:
     registry = InProcessRegistry()
     keys, values = AvroSerializer(registry, is_key=True), AvroSerializer(registry, is_key=False)
+    key_id, value_id = keys.register("P.ks.t", PLAN.key_schema), values.register("P.ks.t", PLAN.value_schema)
     record = run(PLAN, row(Operation.INSERT, pk=1, ck=2, v="x")).records[0]
     key = keys.serialize("P.ks.t", record.key_schema, record.key)
     value = values.serialize("P.ks.t", record.value_schema, record.value)
     assert key is not None and value is not None
-    assert key[0] == 0 and int.from_bytes(key[1:5], "big") == keys.schema_id("P.ks.t", PLAN.key_schema)
-    assert value[0] == 0 and int.from_bytes(value[1:5], "big") == values.schema_id("P.ks.t", PLAN.value_schema)
+    assert key[0] == 0 and int.from_bytes(key[1:5], "big") == key_id
+    assert value[0] == 0 and int.from_bytes(value[1:5], "big") == value_id
+    assert keys.register("P.ks.t", PLAN.key_schema) == key_id and len(registry.ids) == 2  # once per schema
     assert sorted(registry.subjects) == ["P.ks.t-key", "P.ks.t-value"]
     assert _decode(key[5:], registry.schema(int.from_bytes(key[1:5], "big"))) == {"ck": 2, "pk": 1}
     assert values.serialize("P.ks.t", None, None) is None  # tombstone
@@ -190,6 +192,7 @@ def test_encoder_writes_the_bytes_fastavro_writes() -> None:
 
 def test_values_that_do_not_fit_the_schema_are_refused() -> None:
     serializer = AvroSerializer(InProcessRegistry(), is_key=True)
+    serializer.register("P.ks.t", PLAN.key_schema)
     with pytest.raises(SerializationError, match=r"P\.ks\.t\.Key"):
         serializer.serialize("P.ks.t", PLAN.key_schema, {"ck": "not an int", "pk": 1})
 
@@ -205,6 +208,8 @@ def test_added_column_gives_a_compatible_new_schema() -> None:
     new_plan = plan_for(altered)
     registry = InProcessRegistry()
     serializer = AvroSerializer(registry, is_key=False)
+    serializer.register("P.ks.t", PLAN.value_schema)
+    serializer.register("P.ks.t", new_plan.value_schema)
     old_record = run(PLAN, row(Operation.INSERT, pk=1, ck=1, v="old")).records[0]
     new_record = run(new_plan, row(Operation.INSERT, pk=1, ck=2, v="new", w=7)).records[0]
     old_bytes = serializer.serialize("P.ks.t", old_record.value_schema, old_record.value)

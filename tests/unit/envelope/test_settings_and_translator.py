@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from bridge.envelope.avro_serializer import AvroSerializer
-from bridge.envelope.connect_schema import adjust_schema_name
 from bridge.envelope.errors import SettingsError
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
 from bridge.scylla.model import Operation
-from tests.unit.envelope.support import InProcessRegistry, make_table, record, row
+from bridge.testing import InProcessRegistry
+from tests.unit.envelope.support import make_table, record, row
 
 
 def test_from_properties_reads_the_connector_property_names() -> None:
@@ -110,16 +110,6 @@ def test_translator_builds_a_plan_once_per_table_schema() -> None:
     assert out.records[0].value is not None and out.records[0].value["ts_ms"] == 1000
     out = translator.translate(record(altered, row(Operation.UPDATE, pk=1, w=2)), altered)
     assert out.records[0].value is not None and out.records[0].value["after"]["w"] == {"value": 2}
-
-
-def test_schema_names_are_adjusted_like_debezium() -> None:
-    """Characters invalid in Avro names become `_`; the topic keeps the prefix as given."""
-    assert adjust_schema_name("my-prefix.ks.t.Key") == "my_prefix.ks.t.Key"
-    assert adjust_schema_name("1st.ks") == "_st.ks"
-    table = make_table(partition=[("pk", "int")], regular=[("v", "int")])
-    plan = Translator(EnvelopeSettings("my-prefix")).plan(table)
-    assert (plan.topic, plan.key_schema.name) == ("my-prefix.ks.t", "my_prefix.ks.t.Key")
-    assert plan.source.name == "my-prefix"
 
 
 def test_a_record_of_another_table_is_refused() -> None:
