@@ -61,22 +61,52 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
 
 
 def start_workers(config: Path, count: int, log_dir: Path, profile: str | None = None) -> list[subprocess.Popen[bytes]]:
-    """`profile`: record the (first) worker with py-spy into this file, collapsed stacks, all threads."""
+    """`profile`: py-spy attached to the first worker, collapsed stacks of all threads into this
+    file (written when the worker exits; the profiler is the last process of the list)."""
     processes = []
     for index in range(count):
         command = [sys.executable, "-m", "bridge.cli", "run", "--config", str(config)]
-        if profile and index == 0:
-            command = ["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile, "--", *command]
         with (log_dir / f"worker-{index}.log").open("wb") as out:
             processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
+    if profile:
+        processes.append(subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile,
+                                           "--pid", str(processes[0].pid)], stdout=subprocess.DEVNULL))
     return processes
 
 
 def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
-    for process in processes:
+    """SIGTERM to the workers by pid; an attached profiler ends (and writes) when its worker does."""
+    workers = [p for p in processes if p.args[0] != "py-spy"]
+    for process in workers:
         os.kill(process.pid, signal.SIGTERM)
     for process in processes:
         process.wait(60)
+
+
+def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
+    """User + system CPU of the running processes so far (/proc/<pid>/stat, clock ticks)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for process in processes:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def rss_mb(process: subprocess.Popen[bytes]) -> float:
+    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def steady_figures(first: tuple[int, float, float] | None, last: tuple[int, float, float]) -> dict[str, Any]:
+    """From the first envelopes to the last: without start-up (imports, connecting, joining)."""
+    if first is None or last[0] <= first[0] or last[2] <= first[2]:
+        return {}
+    records = last[0] - first[0]
+    return {"steady_envelopes_per_s": round(records / (last[1] - first[1])),
+            "steady_envelopes_per_cpu_s": round(records / (last[2] - first[2]))}
 
 
 def consumer_for(endpoints: Endpoints, topic: str) -> Any:
@@ -105,9 +135,17 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         started = time.monotonic()
         processes = start_workers(config, args.workers, Path(folder), args.profile)
         received = 0
+        first: tuple[int, float, float] | None = None  # (received, time, CPU) when the first envelopes came
+        rss: dict[str, float] = {}  # the first worker's RSS when a quarter, half, all of the backlog was read
         while received < args.changes and time.monotonic() - started < args.timeout:
             received += sum(1 for m in consumer.consume(10_000, timeout=0.5) if m.error() is None)
+            if first is None and received:
+                first = (received, time.monotonic(), cpu_seconds(processes))
+            for share in ("25%", "50%", "100%"):
+                if share not in rss and received >= args.changes * int(share[:-1]) / 100:
+                    rss[share] = rss_mb(processes[0])
         elapsed = time.monotonic() - started
+        last = (received, time.monotonic(), cpu_seconds(processes))
         stop_workers(processes)
         consumer.close()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -117,7 +155,8 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         "converter": args.converter, "fill_changes_per_s": round(args.changes / fill_s) if fill_s else None,
         "elapsed_s": round(elapsed, 2), "envelopes_per_s": round(received / elapsed),
         "worker_cpu_s": round(cpu_s, 2), "envelopes_per_cpu_s": round(received / cpu_s) if cpu_s else None,
-        "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace,
+        "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace, "topic": f"{name}.{keyspace}.t",
+        **steady_figures(first, last), "rss_mb_at_backlog_read": rss,
         "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only",
     }
 

@@ -31,6 +31,7 @@ from cassandra.cluster import ExecutionProfile
 from cassandra.query import PreparedStatement, tuple_factory
 
 from bridge.scylla.discovery import Discovery
+from bridge.scylla.due import DueReaders
 from bridge.scylla.errors import MalformedLogError, describe
 from bridge.scylla.events import (
     GroupDiscovered,
@@ -146,7 +147,7 @@ class SourceReader:
         self._pending: dict[GroupId, Position | None] = {}
         self._statements: dict[TableKey, PreparedStatement] = {}
         self._decoders: dict[tuple[TableKey, tuple[str, ...]], RowDecoder] = {}
-        self._turn = 0
+        self._due = DueReaders(_MAX_IDLE_S)
         self._closing = False
         self.queries = MetadataQueries(session, self.settings, self._profile, self._limiter)
         self._discovery = Discovery(self.queries, self.settings, _InboxSink(self), clock)
@@ -213,11 +214,9 @@ class SourceReader:
     def _idle_seconds(self) -> float:
         if self._output.rows >= self.settings.max_buffered_rows:
             return _MAX_IDLE_S
-        now = self._now_us()
-        wakes = [w for r in self._readers.values() if not self._blocked(r) and (w := r.wake_at()) is not None]
-        if not wakes:
-            return _MAX_IDLE_S
-        return min(_MAX_IDLE_S, max(0.0, (min(wakes) - now) / 1_000_000))
+        if self._due.any_due() and self._limiter.in_flight < self._limiter.limit:
+            return 0.0
+        return min(_MAX_IDLE_S, self._due.seconds_to_next(self._now_us()))
 
     def _receive(self, timeout_s: float) -> None:
         try:
@@ -234,6 +233,7 @@ class SourceReader:
     def _handle(self, message: _Message) -> None:
         if isinstance(message, _Answer):
             self._on_answer(message)
+            self._due.mark(message.request.group.id)
         elif isinstance(message, _Start):
             self._output.resume_group(message.group, message.stops_seen)
             self._start(message.group, message.position)
@@ -244,6 +244,7 @@ class SourceReader:
             self._on_found(message)
         elif isinstance(message, _Call):
             message.apply()
+            self._due.sweep_soon()  # new ends or horizons: any reader may have something to do
 
     def _blocked(self, reader: GroupReader) -> bool:
         for predecessor in reader.group.predecessors:
@@ -256,23 +257,37 @@ class SourceReader:
         if self._output.rows >= self.settings.max_buffered_rows or not self._readers:
             return
         now = self._now_us()
-        readers = list(self._readers.values())
-        self._turn = (self._turn + 1) % len(readers)
-        for reader in readers[self._turn :] + readers[: self._turn]:
-            if reader.done or self._blocked(reader):
-                continue
-            wake = reader.wake_at()
-            if wake is None or wake > now:
+        for group_id in self._due.take(now, self._readers):
+            reader = self._readers.get(group_id)
+            wake = None if reader is None or reader.done or self._blocked(reader) else reader.wake_at()
+            if reader is None or wake is None or wake > now:
+                self._due.seen(group_id)
+                if wake is not None:
+                    self._due.wake(group_id, wake)
                 continue
             slots = self._limiter.take_up_to(len(reader.group.streams))
             if slots == 0:
-                return
+                return  # the rest stay due until an answer frees a slot
             requests, outputs = reader.requests(now, slots)
             if slots > len(requests):
                 self._limiter.release(slots - len(requests))
+            self._due.seen(group_id)
             self._emit(reader, outputs)
             for request in requests:
                 self._execute(reader, request)
+            self._look_again(reader, now, issued=bool(requests))
+
+    def _look_again(self, reader: GroupReader, now: int, issued: bool) -> None:
+        """After a reader issued: due again when it may ask more now (after the others), at its
+        wake-up time when later; a reader ready by its own account but with nothing to ask is
+        left to the sweep."""
+        wake = None if reader.done else reader.wake_at()
+        if wake is None:
+            return
+        if wake > now:
+            self._due.wake(reader.group.id, wake)
+        elif issued:
+            self._due.mark(reader.group.id)
 
     def _execute(self, reader: GroupReader, request: PageRequest) -> None:
         try:
@@ -345,6 +360,7 @@ class SourceReader:
                 output = RecordRead(output.group, output.record, output.position, pair_images(output.record, keys))
             elif isinstance(output, GroupFinished | ReaderFailed):
                 self._readers.pop(reader.group.id, None)
+                self._due.sweep_soon()  # its successors may start now
                 self._log_end(reader, output)
             events.append(output)
         self._output.put(events)
@@ -379,6 +395,7 @@ class SourceReader:
         # read: a switch found later in the same round could end this group.
         reader.horizon_us = self._horizons.get((group.keyspace, group.table), 0)
         self._readers[group_id] = reader
+        self._due.mark(group_id)
 
     def _on_found(self, found: _Found) -> None:
         events: list[SourceEvent] = []

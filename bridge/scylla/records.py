@@ -8,6 +8,7 @@ carry it. Pre/post-image rows are paired with their delta rows by primary key.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,7 @@ class RecordAssembler:
         self._table = table
         self._pending: list[LogRow] = []
         self._previous: LogRow | None = None
+        self._previous_key: tuple[tuple[int, int], int] | None = None
 
     @property
     def pending_rows(self) -> int:
@@ -82,7 +84,6 @@ class RecordAssembler:
                 where = _where(self._table, self._pending[-1])
                 raise MalformedLogError(f"record without cdc$end_of_batch before the next one: {where}")
             self._pending.append(row)
-            self._previous = row
             if row.end_of_batch:
                 done.append(ChangeRecord(self._keyspace, self._table, tuple(self._pending)))
                 self._pending = []
@@ -95,13 +96,14 @@ class RecordAssembler:
             raise MalformedLogError(f"record without cdc$end_of_batch at the end of the read: {where}")
 
     def _check_order(self, row: LogRow) -> None:
-        previous = self._previous
-        if previous is None:
+        key = (timeuuid_sort_key(row.time), row.batch_seq_no)
+        previous, before = self._previous, self._previous_key
+        self._previous, self._previous_key = row, key
+        if previous is None or before is None:
             return
         if row.stream_id != previous.stream_id:
             raise MalformedLogError(f"rows of two streams in one stream read: {_where(self._table, row)}")
-        before = (timeuuid_sort_key(previous.time), previous.batch_seq_no)
-        if (timeuuid_sort_key(row.time), row.batch_seq_no) <= before:
+        if key <= before:
             raise MalformedLogError(f"log rows out of order: {_where(self._table, row)}")
 
 
@@ -118,8 +120,12 @@ class RowChange:
     post_image: LogRow | None
 
 
+_PLAIN = frozenset({int, str, bytes, float, bool, uuid.UUID, type(None)})
+
+
 def _key_of(row: LogRow, key_columns: Sequence[str]) -> tuple[Any, ...]:
-    return tuple(_hashable(row.values.get(name)) for name in key_columns)
+    values = row.values
+    return tuple(v if v.__class__ in _PLAIN else _hashable(v) for v in map(values.get, key_columns))
 
 
 def _hashable(value: Any) -> Any:
@@ -130,9 +136,15 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+_IMAGES = frozenset({Operation.PRE_IMAGE, Operation.POST_IMAGE})
+
+
 def pair_images(record: ChangeRecord, key_columns: Sequence[str]) -> tuple[RowChange, ...]:
     """Pair the record's image rows with its delta rows by primary key (partition key then
     clustering columns of the base table), in the order the keys first appear."""
+    if len(record.rows) == 1 and record.rows[0].operation not in _IMAGES:  # most records: one delta row
+        row = record.rows[0]
+        return (RowChange(_key_of(row, key_columns), (row,), None, None),)
     deltas: dict[tuple[Any, ...], list[LogRow]] = {}
     pre: dict[tuple[Any, ...], LogRow] = {}
     post: dict[tuple[Any, ...], LogRow] = {}

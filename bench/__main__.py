@@ -1,0 +1,140 @@
+"""The whole bridge's benchmark, one command, one JSON report (issue 13):
+
+    .venv/bin/python -m bench [--changes 1000000] [--small 200000] [--out bench/last-report.json]
+
+On the running local stack (`cdc-bridge stack up`), in this order:
+1. fills two backlogs with the emulator's bulk mode (single-row updates of the bulk table):
+   `--changes` for the main run, `--small` for the comparisons;
+2. catch-up, one worker, JSON, exactly-once, from empty offsets, on the main backlog: envelopes/s,
+   envelopes per worker CPU-second (whole run, and steady: from the first envelope on), RSS when a
+   quarter, half and all of the backlog was read, peak RSS;
+3. the ceilings on the same servers: paging the same log rows through the driver with no
+   processing, and producing records like the bridge's (sampled from its topic) with the worker's
+   transactional producer; `throughput_ratio` = bridge / min(ceilings);
+4. on the small backlog: JSON with one worker, JSON with two, Avro with one (the registry of the
+   stack); Kafka and Cassandra share the machine's cores, so two workers show overhead, not speed-up;
+5. latency: 2,000 changes/s for 60 s, 2 s confidence window: p50/p99/max beyond the window;
+6. serialization alone (bench/envelope_bench.py) and Spark (bench/spark_bench.py when present).
+
+Shared machines are noisy: compare figures within one report; CPU-second figures move least.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer
+
+from bench.ceilings import paging_ceiling, producing_ceiling
+from bench.worker_bench import catchup, latency
+from bridge.sim import Emulator
+from bridge.sim.load import bulk_fill
+from bridge.stack.layout import Endpoints
+
+HERE = Path(__file__).parent
+
+
+def fill(endpoints: Endpoints, changes: int) -> tuple[str, float]:
+    keyspace = f"bench_{uuid.uuid4().hex[:8]}"
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
+        emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                    "'replication_factor': 1}")
+        report = bulk_fill(emu, keyspace, "t", changes, partitions=10_000)
+    print(f"filled {keyspace}.t: {changes} changes in {report.elapsed_s:.0f} s", file=sys.stderr)
+    return keyspace, report.elapsed_s
+
+
+def sample_topic(endpoints: Endpoints, topic: str, count: int = 1000) -> list[tuple[bytes | None, bytes | None]]:
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    samples: list[tuple[bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + 60
+    while len(samples) < count and time.monotonic() < deadline:
+        samples += [(m.key(), m.value()) for m in consumer.consume(count, timeout=1) if m.error() is None]
+    consumer.close()
+    return samples[:count]
+
+
+def run_json_script(script: Path, *args: str) -> dict[str, Any] | None:
+    if not script.exists():
+        return None
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    return dict(json.loads(done.stdout))
+
+
+def catchup_run(endpoints: Endpoints, keyspace: str, changes: int, converter: str = "json",
+                workers: int = 1) -> dict[str, Any]:
+    args = argparse.Namespace(changes=changes, converter=converter, workers=workers, keyspace=keyspace,
+                              timeout=1800.0, profile=None)
+    result = catchup(args, endpoints)
+    print(f"catch-up {converter} x{workers}: {result['envelopes_per_s']} envelopes/s", file=sys.stderr)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--small", type=int, default=200_000)
+    parser.add_argument("--latency-rate", type=float, default=2000)
+    parser.add_argument("--latency-seconds", type=float, default=60)
+    parser.add_argument("--out", type=Path, default=HERE / "last-report.json")
+    args = parser.parse_args()
+    endpoints = Endpoints.from_env()
+    started, load_at_start = time.monotonic(), round(os.getloadavg()[0], 2)
+    big, fill_s = fill(endpoints, args.changes)
+    small, _ = fill(endpoints, args.small)
+    main_run = catchup_run(endpoints, big, args.changes)
+    bridge_topic = main_run["topic"]
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
+        paging = paging_ceiling(emu.session, big, "t")
+    producing = producing_ceiling(endpoints.kafka_bootstrap, sample_topic(endpoints, bridge_topic), args.changes)
+    ceiling = min(paging["rows_per_s"], producing["records_per_s"])
+    small_runs = {"json_1_worker": catchup_run(endpoints, small, args.small),
+                  "json_2_workers": catchup_run(endpoints, small, args.small, workers=2),
+                  "avro_1_worker": catchup_run(endpoints, small, args.small, converter="avro")}
+    steady = latency(argparse.Namespace(rate=args.latency_rate, seconds=args.latency_seconds, confidence_ms=2000),
+                     endpoints)
+    report = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_1m_at_start_and_end": [load_at_start, round(os.getloadavg()[0], 2)]},
+        "changes": args.changes,
+        "fill_changes_per_s": round(args.changes / fill_s),
+        "envelopes_per_s": main_run["envelopes_per_s"],
+        "steady_envelopes_per_s": main_run.get("steady_envelopes_per_s"),
+        "envelopes_per_cpu_s": main_run["envelopes_per_cpu_s"],
+        "steady_envelopes_per_cpu_s": main_run.get("steady_envelopes_per_cpu_s"),
+        "ceilings": {"driver_paging_rows_per_s": paging["rows_per_s"],
+                     "kafka_producing_records_per_s": producing["records_per_s"]},
+        "throughput_ratio": round(main_run["envelopes_per_s"] / ceiling, 3),
+        "steady_throughput_ratio": round((main_run.get("steady_envelopes_per_s") or 0) / ceiling, 3),
+        "latency_overhead_p50_s": (steady["delay_beyond_confidence_ms"] or {}).get("p50", 0) / 1000,
+        "latency_overhead_p99_s": (steady["delay_beyond_confidence_ms"] or {}).get("p99", 0) / 1000,
+        "latency_overhead_max_s": (steady["delay_beyond_confidence_ms"] or {}).get("max", 0) / 1000,
+        "peak_rss_mb": main_run["peak_rss_mb"],
+        "rss_mb_at_backlog_read": main_run.get("rss_mb_at_backlog_read"),
+        "details": {"catchup": main_run, "paging_ceiling": paging, "producing_ceiling": producing,
+                    "small_backlog": small_runs, "latency": steady,
+                    "serialization": run_json_script(HERE / "envelope_bench.py", "--records", "50000"),
+                    "spark": run_json_script(HERE / "spark_bench.py")},
+        "elapsed_s": round(time.monotonic() - started),
+    }
+    text = json.dumps(report, indent=2)
+    args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The two ceilings a worker's catch-up is measured against, on the same servers in the same run:
+
+- `paging_ceiling`: the raw rate of paging the same CDC log rows through the Python driver, no
+  processing (every stream of the log table, the reader's page size and concurrency, rows as
+  tuples and dropped);
+- `producing_ceiling`: the raw rate of producing records of the same sizes to the same Kafka with
+  the worker's own transactional producer (same settings, a commit every `commit_every` records).
+
+Each returns rows (records) per second of wall time; a bridge cannot beat the slower of the two.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from cassandra.query import SimpleStatement, tuple_factory
+
+from bridge.kafka.transactions import TransactionalProducer
+from bridge.scylla.settings import ReaderSettings
+
+
+def paging_ceiling(session: Any, keyspace: str, table: str) -> dict[str, Any]:
+    settings = ReaderSettings()
+    log_table = f'"{keyspace}"."{table}_scylla_cdc_log"'
+    session.row_factory = tuple_factory
+    streams = [row[0] for row in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log_table}')]
+
+    def scan(stream: bytes) -> int:
+        statement = SimpleStatement(f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = %s',
+                                    fetch_size=settings.page_size)
+        return sum(1 for _ in session.execute(statement, (stream,)))
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=min(32, settings.max_inflight_queries)) as pool:
+        rows = sum(pool.map(scan, streams))
+    elapsed = time.monotonic() - started
+    return {"rows": rows, "streams": len(streams), "elapsed_s": round(elapsed, 2),
+            "rows_per_s": round(rows / elapsed)}
+
+
+def producing_ceiling(bootstrap: str, samples: list[tuple[bytes | None, bytes | None]], records: int,
+                      commit_every: int = 5000) -> dict[str, Any]:
+    """`samples`: records the bridge produced, cycled (same sizes, same compressibility)."""
+    topic = f"bench-ceiling-{uuid.uuid4().hex[:8]}"
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = TransactionalProducer({"bootstrap.servers": bootstrap}, f"bench-ceiling-{uuid.uuid4().hex[:8]}")
+    started = time.monotonic()
+    for i in range(records):
+        key, value = samples[i % len(samples)]
+        producer.produce(topic, key, value)
+        if producer.records_in_transaction >= commit_every:
+            producer.commit([], None)
+        elif i % 1000 == 0:
+            producer.serve()
+    producer.commit([], None)
+    elapsed = time.monotonic() - started
+    producer.close()
+    mean_value = sum(len(v or b"") for _, v in samples) / len(samples)
+    return {"records": records, "mean_value_bytes": round(mean_value), "elapsed_s": round(elapsed, 2),
+            "records_per_s": round(records / elapsed)}
