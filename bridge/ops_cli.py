@@ -22,8 +22,10 @@ TIMEOUT_S = 15.0
 
 
 def register(commands: Any) -> None:
-    status = commands.add_parser("status", help="slots, owners, groups, committed positions and lag")
+    status = commands.add_parser("status", help="slots, owners, groups, committed positions, lag and catch-up ETA")
     add_config_arguments(status)
+    status.add_argument("--sample-s", type=float, default=5.0, metavar="S",
+                        help="read the positions twice, S seconds apart, for the catch-up rate and ETA (0: once)")
     status.set_defaults(handler=_status)
     offsets = commands.add_parser("offsets", help="show or reset the committed positions")
     actions = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
@@ -67,25 +69,69 @@ def _status(args: argparse.Namespace) -> int:
     if config is None:
         return 2
     try:
-        positions, owners = _positions(config), _members(config)
+        before, owners = _positions(config), _members(config)
+        taken = time.time()
+        after = before
+        if args.sample_s > 0:
+            time.sleep(args.sample_s)
+            after = _positions(config)
     except KafkaUnavailableError as error:
         print(f"error: kafka.bootstrap.servers: {error}", file=sys.stderr)
         return 1
-    now_us = time.time_ns() // 1000
-    horizon = now_us - config.confidence_window_size * 1000
+    now = time.time()
+    confidence_s = config.confidence_window_size / 1000
     print(f"workers of {config.name}: {len(set(owners.values()))}, slots owned {len(owners)}/{config.slots_count}")
     print(f"{'group':60} {'slot':>4} {'owner':30} {'lag_s':>8}  position")
-    lag_by_table: dict[str, float] = {}
-    for group, position in sorted(positions.items(), key=lambda item: str(item[0])):
+    lags = group_lags(after, now - confidence_s)
+    for group, position in sorted(after.items(), key=lambda item: str(item[0])):
         slot = slot_of(config.name, group, config.slots_count)
-        lag_s = max(0.0, (horizon - position.window_start_us) / 1e6)
-        table = f"{group.keyspace}.{group.table}"
-        lag_by_table[table] = max(lag_by_table.get(table, 0.0), lag_s)
-        print(f"{group!s:60} {slot:>4} {owners.get(slot, '-'):30} {lag_s:8.1f}  "
+        lag = lags[group]
+        print(f"{group!s:60} {slot:>4} {owners.get(slot, '-'):30} {'done' if lag is None else f'{lag:.1f}':>8}  "
               f"{encode_value(position).decode()}")
-    for table, lag_s in sorted(lag_by_table.items()):
-        print(f"table {table}: lag {lag_s:.1f} s (oldest group)")
+    then = table_lags(group_lags(before, taken - confidence_s))
+    for table, lag_s in sorted(table_lags(lags).items()):
+        print(f"table {table}: {catch_up_text(then.get(table), lag_s, now - taken, config.heartbeat_interval_ms)}")
     return 0
+
+
+def group_lags(positions: dict[GroupId, Position], horizon_s: float) -> dict[GroupId, float | None]:
+    """Seconds each group's position is behind what may be read; None for a group that is done.
+    A vnode group is done once its position reaches the next generation any group of its table
+    names (a generation ends where the next begins). A tablet group (`vnode_id` 0x...) ends when
+    a later stream set closes its stream, which the offsets cannot tell: it counts as reading."""
+    generations: dict[tuple[str, str], set[int]] = {}
+    for group in positions:
+        if not group.vnode_id.startswith("0x"):
+            generations.setdefault((group.keyspace, group.table), set()).add(group.generation_start_ms)
+    lags: dict[GroupId, float | None] = {}
+    for group, position in positions.items():
+        later = [g for g in generations.get((group.keyspace, group.table), ()) if g > group.generation_start_ms]
+        done = bool(later) and position.window_start_us >= min(later) * 1000
+        lags[group] = None if done else max(0.0, horizon_s - position.window_start_us / 1e6)
+    return lags
+
+
+def table_lags(lags: dict[GroupId, float | None]) -> dict[str, float]:
+    """The lag of each table's slowest group that is still reading."""
+    tables: dict[str, float] = {}
+    for group, lag in lags.items():
+        table = f"{group.keyspace}.{group.table}"
+        tables[table] = max(tables.get(table, 0.0), lag or 0.0)
+    return tables
+
+
+def catch_up_text(before_s: float | None, lag_s: float, seconds: float, heartbeat_ms: int) -> str:
+    """An idle group's committed position moves once per heartbeat (`heartbeat.interval.ms`):
+    a lag within a heartbeat (and some slack) is a group keeping up."""
+    text = f"lag {lag_s:.1f} s (slowest group)"
+    if lag_s < heartbeat_ms / 1000 + 5:
+        return f"{text}, keeping up"
+    if before_s is None or seconds <= 0:
+        return text
+    shrink = (before_s - lag_s) / seconds  # seconds of backlog gone per second
+    if shrink <= 0:
+        return f"{text}, not gaining (sampled over {seconds:.0f} s)"
+    return f"{text}, reading {shrink + 1:.1f}x real time, ETA {lag_s / shrink:.0f} s"
 
 
 def _show(args: argparse.Namespace) -> int:
