@@ -80,21 +80,26 @@ def register(commands: Any) -> None:
     add_config_arguments(check)
     check.set_defaults(handler=_check)
     reference = actions.add_parser("reference", help="the settings reference as Markdown")
-    reference.add_argument("--update", type=Path, metavar="FILE",
-                           help="rewrite the generated block of FILE (README.md) instead of printing")
+    reference.add_argument("--update", type=Path, metavar="FILE", action="append",
+                           help="rewrite what is generated in FILE instead of printing: the reference block of a "
+                                "Markdown file (README.md), the config schema of the chart's values.schema.json "
+                                "(repeatable)")
     reference.set_defaults(handler=_reference)
 
 
 def _reference(args: argparse.Namespace) -> int:
-    if args.update is None:
+    if not args.update:
         print(render_reference())
         return 0
-    try:
-        changed = update_reference(args.update)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"{args.update}: reference {'updated' if changed else 'already up to date'}")
+    from bridge.config_schema import update_chart_schema
+
+    for path in args.update:
+        try:
+            changed = update_chart_schema(path) if path.suffix == ".json" else update_reference(path)
+        except (ConfigError, OSError, ValueError, KeyError) as error:
+            print(f"error: {path}: {error}", file=sys.stderr)
+            return 2
+        print(f"{path}: {'updated' if changed else 'already up to date'}")
     return 0
 
 
