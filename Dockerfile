@@ -41,10 +41,12 @@ RUN deploy/docker/install-venv /opt/venv deploy/docker/requirements-spark.lock /
 # spark.jars.packages and no network at run time.
 COPY --from=spark-jars /jars/ /jars/
 RUN deploy/docker/merge-spark-jars /jars/listing.txt /jars/lib \
-    /opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark/jars
+    /opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark/jars \
+    && install -m 0755 deploy/docker/spark-entrypoint /opt/venv/bin/spark-entrypoint
 
 # ---------------------------------------------------------------- spark: the job's image
 FROM ${PYTHON_IMAGE} AS spark
+ARG PYTHON_MINOR
 # The Debian security archive replaces point releases, so a pinned JRE version would stop building;
 # the base image tag pins the distribution (so DL3008, "pin apt versions", is ignored here).
 # hadolint ignore=DL3008
@@ -56,14 +58,16 @@ RUN mkdir -p /usr/share/man/man1 \
     && useradd --system --uid 10001 --gid bridge --home-dir /nonexistent --no-create-home \
        --shell /usr/sbin/nologin bridge
 COPY --from=spark-build /opt/venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    CDC_BRIDGE_SPARK_JARS_BAKED=1 HOME=/tmp
+ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp \
+    SPARK_HOME=/opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark PYSPARK_PYTHON=/opt/venv/bin/python \
+    CDC_BRIDGE_SPARK_JARS_BAKED=1
 USER 10001:10001
 WORKDIR /tmp
 # A streaming job has no probe port of its own; the Spark UI (4040) answers while the driver runs.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:4040/api/v1/applications', timeout=4)"]
-ENTRYPOINT ["cdc-bridge"]
+# `driver`/`executor` for Spark on Kubernetes (SparkApplication), anything else is a cdc-bridge command
+ENTRYPOINT ["spark-entrypoint"]
 CMD ["spark", "--help"]
 
 # ---------------------------------------------------------------- worker: the image (default target)

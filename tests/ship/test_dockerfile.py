@@ -104,8 +104,55 @@ def test_spark_image_runs_java_17_as_non_root() -> None:
     user = spark.last("USER")
     assert user is not None and int(user.arguments.split(":")[0]) >= 10000
     entrypoint = spark.last("ENTRYPOINT")
-    assert entrypoint is not None and entrypoint.exec_form() == ["cdc-bridge"]
+    assert entrypoint is not None and entrypoint.exec_form() == ["spark-entrypoint"]
     assert spark.last("HEALTHCHECK") is not None
+    env = " ".join(i.arguments for i in spark.all("ENV"))
+    assert "SPARK_HOME=/opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark" in env
+    runs = " ".join(r.arguments for r in _stages()["spark-build"].all("RUN"))
+    assert "deploy/docker/spark-entrypoint /opt/venv/bin/spark-entrypoint" in runs
+
+
+def _fake_tools(tmp_path: Path) -> dict[str, str]:
+    """SPARK_HOME/bin/spark-submit, JAVA_HOME/bin/java and cdc-bridge that print their arguments."""
+    spark_home, java_home, bin_dir = tmp_path / "pyspark", tmp_path / "jdk", tmp_path / "bin"
+    for path in (spark_home / "bin" / "spark-submit", java_home / "bin" / "java", bin_dir / "cdc-bridge"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"#!/bin/sh\necho {path.name}; for a in \"$@\"; do echo \"$a\"; done\n")
+        path.chmod(0o755)
+    return {"SPARK_HOME": str(spark_home), "JAVA_HOME": str(java_home), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def _entrypoint(args: list[str], env: dict[str, str], cwd: Path) -> list[str]:
+    done = subprocess.run(["bash", str(LOCKS / "spark-entrypoint"), *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_spark_entrypoint_starts_kubernetes_drivers_and_executors(tmp_path: Path) -> None:
+    """What Spark on Kubernetes (the Spark operator) runs in the image: `driver ...` becomes a
+    client-mode spark-submit bound to the pod address, `executor` the executor JVM with the
+    variables Spark sets; anything else is a cdc-bridge command."""
+    env = _fake_tools(tmp_path)
+    driver = _entrypoint(["driver", "--properties-file", "/opt/spark/conf/spark.properties",
+                          "local:///job.py", "mirror"], env | {"SPARK_DRIVER_BIND_ADDRESS": "10.1.2.3"}, tmp_path)
+    assert driver == ["spark-submit", "--conf", "spark.driver.bindAddress=10.1.2.3",
+                      "--conf", "spark.executorEnv.SPARK_DRIVER_POD_IP=10.1.2.3", "--deploy-mode", "client",
+                      "--properties-file", "/opt/spark/conf/spark.properties", "local:///job.py", "mirror"]
+    executor_env = env | {"SPARK_EXECUTOR_MEMORY": "2g", "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@d:7078",
+                          "SPARK_EXECUTOR_ID": "3", "SPARK_EXECUTOR_CORES": "1", "SPARK_APPLICATION_ID": "app-1",
+                          "SPARK_EXECUTOR_POD_IP": "10.1.2.4", "SPARK_EXECUTOR_POD_NAME": "mirror-exec-3",
+                          "SPARK_JAVA_OPT_1": "-Dspark.b=2", "SPARK_JAVA_OPT_0": "-Dspark.a=1",
+                          "SPARK_JAVA_OPT_10": "-Dspark.k=11"}
+    executor = _entrypoint(["executor"], executor_env, tmp_path)
+    assert executor[:6] == ["java", "-Dspark.a=1", "-Dspark.b=2", "-Dspark.k=11", "-Xms2g", "-Xmx2g"]
+    classpath = executor[executor.index("-cp") + 1]
+    assert f"{env['SPARK_HOME']}/jars/*" in classpath.split(":")
+    backend = executor.index("org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend")
+    assert executor[backend + 1:] == ["--driver-url", "spark://CoarseGrainedScheduler@d:7078", "--executor-id", "3",
+                                      "--cores", "1", "--app-id", "app-1", "--hostname", "10.1.2.4",
+                                      "--resourceProfileId", "0", "--podName", "mirror-exec-3"]
+    assert _entrypoint(["spark", "--help"], env, tmp_path) == ["cdc-bridge", "spark", "--help"]
 
 
 def test_merge_spark_jars_keeps_pysparks_own_libraries(tmp_path: Path) -> None:
