@@ -18,6 +18,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import PreparedStatement
 
 from bridge.scylla.errors import ErrorKind, classify
+from bridge.scylla.schema import quote_identifier
 from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.topology import Generation, StreamSetDelta, VnodeRange
@@ -39,10 +40,6 @@ def millis_of(value: dt.datetime | int) -> int:
     return int((micros + 500) // 1000)
 
 
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 class MetadataQueries:
     """Synchronous metadata reads; `limit` wraps each in the process-wide in-flight bound."""
 
@@ -51,7 +48,8 @@ class MetadataQueries:
         self._profile = profile
         self._limit = limit
         self._prepared: dict[str, PreparedStatement] = {}
-        vks, tks = quote(settings.vnodes_metadata_keyspace), quote(settings.tablets_metadata_keyspace)
+        vks = quote_identifier(settings.vnodes_metadata_keyspace)
+        tks = quote_identifier(settings.tablets_metadata_keyspace)
         self._tablets_keyspace = settings.tablets_metadata_keyspace
         self._q = {
             "gen_at": f"SELECT time FROM {vks}.cdc_generation_timestamps WHERE key = 'timestamps' "
@@ -148,7 +146,7 @@ class MetadataQueries:
         `system_schema.scylla_tables`; the emulator keeps a copy in the tablets keyspace."""
         for options_keyspace in ("system_schema", self._tablets_keyspace):
             query = (
-                f"SELECT * FROM {quote(options_keyspace)}.scylla_tables "
+                f"SELECT * FROM {quote_identifier(options_keyspace)}.scylla_tables "
                 "WHERE keyspace_name = %s AND table_name = %s"
             )
             try:

@@ -45,10 +45,11 @@ from bridge.scylla.events import (
 from bridge.scylla.group_reader import GroupReader, Output, PageRequest
 from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.limiter import InflightLimiter
-from bridge.scylla.metadata import MetadataQueries, quote
+from bridge.scylla.metadata import MetadataQueries
 from bridge.scylla.output import OutputBuffer
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
 from bridge.scylla.records import RowDecoder, pair_images
+from bridge.scylla.schema import quote_identifier
 from bridge.scylla.settings import ReaderSettings
 
 log = structlog.get_logger(__name__)
@@ -310,7 +311,7 @@ class SourceReader:
         key = (group.keyspace, group.table)
         statement = self._statements.get(key)
         if statement is None:
-            log_table = f"{quote(group.keyspace)}.{quote(group.table + '_scylla_cdc_log')}"
+            log_table = f"{quote_identifier(group.keyspace)}.{quote_identifier(group.table + '_scylla_cdc_log')}"
             statement = self._session.prepare(
                 f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = ? AND "cdc$time" >= ? AND "cdc$time" < ?'
             )

@@ -9,7 +9,7 @@ carry it. Pre/post-image rows are paired with their delta rows by primary key.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from bridge.scylla.cdc_time import micros_of, timeuuid_sort_key
 from bridge.scylla.errors import MalformedLogError
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.stream_id import StreamId
+from bridge.scylla.values import canonical
 
 _META = (cols.STREAM_ID, cols.TIME, cols.BATCH_SEQ_NO, cols.OPERATION, cols.TTL, cols.END_OF_BATCH)
 
@@ -125,23 +126,17 @@ _PLAIN = frozenset({int, str, bytes, float, bool, uuid.UUID, type(None)})
 
 def _key_of(row: LogRow, key_columns: Sequence[str]) -> tuple[Any, ...]:
     values = row.values
-    return tuple(v if v.__class__ in _PLAIN else _hashable(v) for v in map(values.get, key_columns))
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, list | set | frozenset):
-        return tuple(_hashable(v) for v in value)
-    return value
+    return tuple(v if v.__class__ in _PLAIN else canonical(v) for v in map(values.get, key_columns))
 
 
 _IMAGES = frozenset({Operation.PRE_IMAGE, Operation.POST_IMAGE})
 
 
 def pair_images(record: ChangeRecord, key_columns: Sequence[str]) -> tuple[RowChange, ...]:
-    """Pair the record's image rows with its delta rows by primary key (partition key then
-    clustering columns of the base table), in the order the keys first appear."""
+    """Pair the record's image rows with its delta rows by primary key (the values of
+    `key_columns` in their canonical form, `bridge.scylla.values`; the static row's clustering
+    columns are null), in the order the keys first appear. The one pairing rule: the translator
+    pairs with it too."""
     if len(record.rows) == 1 and record.rows[0].operation not in _IMAGES:  # most records: one delta row
         row = record.rows[0]
         return (RowChange(_key_of(row, key_columns), (row,), None, None),)

@@ -62,7 +62,7 @@ class CqlType:
         if self.kind in SCALARS:
             inner = self.kind
         elif self.kind == "udt":
-            inner = _quote_ident(self.udt_name or "")
+            inner = quote_identifier(self.udt_name or "", only_when_needed=True)
         elif self.kind == "vector":
             inner = f"vector<{self.params[0].cql()}, {self.dimension}>"
         else:
@@ -80,8 +80,11 @@ def scalar(kind: str) -> CqlType:
     return CqlType("text" if kind == "varchar" else kind)
 
 
-def _quote_ident(name: str) -> str:
-    if name.isidentifier() and name.islower():
+def quote_identifier(name: str, *, only_when_needed: bool = False) -> str:
+    """`name` as a CQL identifier: double-quoted with inner quotes doubled (exact case, valid
+    even for reserved words); with `only_when_needed`, a lower-case plain name stays bare, as
+    `system_schema` writes type names."""
+    if only_when_needed and name.isidentifier() and name.islower():
         return name
     return '"' + name.replace('"', '""') + '"'
 

@@ -7,15 +7,13 @@ import math
 from collections.abc import Iterable
 
 from bridge.scylla import log_schema
-from bridge.scylla.schema import ColumnKind, CqlType, TableSchema
+from bridge.scylla.schema import ColumnKind, CqlType, TableSchema, quote_identifier
 from bridge.sim.cql import ast
 
 LIST_SHADOW_SUFFIX = "_sim_lists"
 
 
-def q(name: str) -> str:
-    """A quoted identifier (exact case; always valid, even for reserved words)."""
-    return '"' + name.replace('"', '""') + '"'
+q = quote_identifier  # short: it quotes every name of every statement rendered here
 
 
 def qualified(keyspace: str, table: str) -> str:

@@ -1,18 +1,16 @@
 """Canonical Python values of CQL data, and the driver's serialization of them.
 
-The emulator holds every value in one immutable, hashable form so that values can be set
-elements, map keys and dict keys, and so that what it writes compares equal to what the driver
-reads back once that too is made canonical:
-
-- map (frozen or not) -> `FrozenDict`; set -> `frozenset`; list, tuple, vector -> `tuple`;
-- UDT -> `tuple` of its field values in field order (the driver's named tuples compare equal);
-- scalars as the driver takes and returns them (`int`, `str`, `bytes`, `uuid.UUID`, naive UTC
-  `datetime`, `cassandra.util.Date`/`Time`, `Decimal`, ...).
+The emulator holds every value in one immutable, hashable form (`bridge.scylla.values.canonical`:
+maps as `FrozenDict`, sets as `frozenset`, lists, tuples, vectors and UDTs as `tuple`) so that
+values can be set elements, map keys and dict keys, and so that what it writes compares equal to
+what the driver reads back once that too is made canonical. Scalars stay as the driver takes and
+returns them (`int`, `str`, `bytes`, `uuid.UUID`, naive UTC `datetime`, `cassandra.util.Date`/
+`Time`, `Decimal`, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -20,28 +18,11 @@ from cassandra import cqltypes
 
 from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.schema import CqlType
+from bridge.scylla.values import FrozenDict, canonical
+
+__all__ = ["FrozenDict", "canonical", "driver_type", "routing_key", "serialize", "sort_key", "sorted_values"]
 
 PROTOCOL_VERSION = 5
-
-
-class FrozenDict(dict[Any, Any]):
-    """A dict that can be hashed (a frozen map); never mutate one after building it."""
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(frozenset(self.items()))
-
-
-def canonical(value: Any) -> Any:
-    """The canonical form of a value built in Python or returned by the driver."""
-    if value is None or isinstance(value, str | bytes | int | float):
-        return value
-    if isinstance(value, Mapping):
-        return FrozenDict((canonical(k), canonical(v)) for k, v in value.items())
-    if isinstance(value, Set):
-        return frozenset(canonical(v) for v in value)
-    if isinstance(value, list | tuple):
-        return tuple(canonical(v) for v in value)
-    return value
 
 
 def driver_type(cql_type: CqlType, keyspace: str = "") -> Any:
