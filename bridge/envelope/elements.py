@@ -28,9 +28,16 @@ from typing import Any
 from bridge.envelope import connect_schema as cs
 from bridge.envelope.errors import ValueConversionError
 from bridge.envelope.names import SchemaNames
-from bridge.envelope.types import Converter, TypeMapping, hashable_form, list_values_of_keyed, map_type, udt_fields
-from bridge.scylla.cdc_time import timeuuid_sort_key
+from bridge.envelope.types import (
+    Converter,
+    TypeMapping,
+    list_key_order,
+    list_values_of_keyed,
+    map_type,
+    udt_fields,
+)
 from bridge.scylla.schema import CqlType, scalar
+from bridge.scylla.values import canonical
 
 ELEMENTS_SUFFIX = "__elements"
 
@@ -69,8 +76,8 @@ def _set_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> Multi
     schema = _elements_struct(elements_name, cs.array(element.schema), cs.array(element.schema))
 
     def without(value: Any, removed: Any) -> Any:
-        gone = {hashable_form(k) for k in _keys(removed)}
-        return [item for item in _keys(value) if hashable_form(item) not in gone]
+        gone = {canonical(k) for k in _keys(removed)}
+        return [item for item in _keys(value) if canonical(item) not in gone]
 
     return MultiCellMapping(full, schema, full.convert, full.convert, without)
 
@@ -85,8 +92,8 @@ def _map_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> Multi
         return [convert_key(k) for k in _keys(value)]
 
     def without(value: Any, gone_keys: Any) -> Any:
-        gone = {hashable_form(k) for k in _keys(gone_keys)}
-        return {k: v for k, v in value.items() if hashable_form(k) not in gone}
+        gone = {canonical(k) for k in _keys(gone_keys)}
+        return {k: v for k, v in value.items() if canonical(k) not in gone}
 
     return MultiCellMapping(full, schema, full.convert, removed, without)
 
@@ -101,10 +108,10 @@ def _list_mapping(cql: CqlType, prefix: SchemaNames, elements_name: str) -> Mult
     def added(value: Any) -> list[dict[str, Any]]:
         if not isinstance(value, Mapping):
             raise ValueConversionError(f"expected map<timeuuid, V> of a list, got {type(value).__name__}")
-        return convert_entries(dict(sorted(value.items(), key=lambda kv: timeuuid_sort_key(kv[0]))))  # type: ignore[no-any-return]
+        return convert_entries(dict(sorted(value.items(), key=lambda kv: list_key_order(kv[0]))))  # type: ignore[no-any-return]
 
     def removed(value: Any) -> list[str]:
-        return [str(k) for k in sorted(_keys(value), key=timeuuid_sort_key)]
+        return [str(k) for k in sorted(_keys(value), key=list_key_order)]
 
     def without(value: Any, gone_keys: Any) -> Any:
         gone = set(_keys(gone_keys))

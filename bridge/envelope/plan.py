@@ -17,63 +17,27 @@ schemas, as in the connector.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from bridge.envelope import connect_schema as cs
-from bridge.envelope.elements import ELEMENTS_SUFFIX, MultiCellMapping, delta_cells, map_multi_cell
+from bridge.envelope.elements import ELEMENTS_SUFFIX, map_multi_cell
 from bridge.envelope.errors import PlanError, ValueConversionError
 from bridge.envelope.names import SchemaNames
-from bridge.envelope.row_code import ColumnCode, KeyBuilder, RowBuilder, compile_builder, compile_key_builder
+from bridge.envelope.row_code import (
+    ColumnPlan,
+    ImageBuilder,
+    KeyBuilder,
+    KeyColumnPlan,
+    RowBuilder,
+    ValueColumnPlan,
+    compile_key_builder,
+    compile_row_builder,
+)
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.source_info import SOURCE_SCHEMA, TRANSACTION_SCHEMA, SourceInfo
-from bridge.envelope.types import Converter, map_type
+from bridge.envelope.types import map_type
 from bridge.scylla.log_schema import deleted_column, deleted_elements_column, log_columns
 from bridge.scylla.schema import Column, ColumnKind, TableSchema
-
-
-@dataclass(frozen=True, slots=True)
-class KeyColumnPlan:
-    name: str
-    convert: Converter
-
-
-@dataclass(frozen=True, slots=True)
-class ValueColumnPlan:
-    """A static or regular column: its cell, and for multi-cell types its element changes."""
-
-    name: str
-    deleted_column: str
-    convert: Converter  # full value (log representation) -> cell value
-    static: bool = False
-    multi_cell: MultiCellMapping | None = None
-    elements_field: str | None = None
-    deleted_elements_column: str | None = None
-
-    def delta_cells(self, values: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """(cell, element change) of this multi-cell column in a delta row."""
-        assert self.multi_cell is not None and self.deleted_elements_column is not None
-        columns = (self.name, self.deleted_column, self.deleted_elements_column)
-        return delta_cells(self.multi_cell, self.convert, columns, values)
-
-
-ColumnPlan = KeyColumnPlan | ValueColumnPlan
-
-# The row loop's view of a column, flattened for speed: (kind, name, convert, cdc$deleted_ name,
-# the column's plan). Kinds:
-KEY_SLOT = 0
-ATOMIC_SLOT = 1
-MULTI_CELL_SLOT = 2
-RowSlot = tuple[int, str, Converter, str, ColumnPlan]
-KeySlot = tuple[str, Converter]
-
-
-def row_slot(column: ColumnPlan) -> RowSlot:
-    if isinstance(column, KeyColumnPlan):
-        return (KEY_SLOT, column.name, column.convert, "", column)
-    kind = ATOMIC_SLOT if column.multi_cell is None else MULTI_CELL_SLOT
-    return (kind, column.name, column.convert, column.deleted_column, column)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +46,7 @@ class DroppedChangePlan:
 
     topic: str
     value_schema: cs.ConnectSchema
-    clustering: tuple[KeySlot, ...]
+    clustering_builder: KeyBuilder  # a range bound's log row -> its clustering struct
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +57,13 @@ class TablePlan:
     before_schema: cs.ConnectSchema
     after_schema: cs.ConnectSchema
     value_schema: cs.ConnectSchema
-    key_slots: tuple[KeySlot, ...]  # key struct order: (name, convert)
-    key_builder: KeyBuilder  # log row values -> key struct, generated from key_slots
+    key_names: tuple[str, ...]  # key struct order
+    key_builder: KeyBuilder  # log row values -> key struct (generated, bridge.envelope.row_code)
     clustering_names: tuple[str, ...]
     row_columns: tuple[ColumnPlan, ...]  # row struct order (companion fields follow their column)
-    row_slots: tuple[RowSlot, ...]  # the same, flattened for the row loop
-    delta_builder: RowBuilder  # delta row -> row struct, generated from the above
+    delta_builder: RowBuilder  # delta row -> row struct
+    pre_image_builder: ImageBuilder  # pre-image row -> `before`
+    post_image_builder: ImageBuilder  # post-image row -> `after`
     source: SourceInfo
     has_clustering: bool
     tombstones_on_delete: bool
@@ -185,15 +150,8 @@ def _dropped_plan(topic: str, prefix: SchemaNames, table: TableSchema) -> Droppe
         cs.ConnectField("ts_ms", cs.OPTIONAL_INT64),
     ]
     value = cs.struct(prefix.of("DroppedChange"), fields, False)
-    return DroppedChangePlan(topic, value, tuple((p.name, p.convert) for p, _ in clustering))
-
-
-def _column_code(column: ColumnPlan) -> ColumnCode:
-    if isinstance(column, KeyColumnPlan):
-        return ("key", column.name)
-    if column.multi_cell is None:
-        return ("atomic", column.name, column.deleted_column, column.convert)
-    return ("multi", column.name, column.elements_field, column.delta_cells)
+    builder = compile_key_builder(f"{table.qualified_name} clustering", [p for p, _ in clustering])
+    return DroppedChangePlan(topic, value, builder)
 
 
 def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
@@ -207,7 +165,7 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
     except ValueConversionError as error:
         raise PlanError(f"{table.qualified_name}: {error}") from error
     ordered = log_order(table.columns)
-    key_slots = tuple((c.name, key_parts[c.name][0].convert) for c in ordered if c.is_key)
+    key_columns = [key_parts[c.name][0] for c in ordered if c.is_key]
     key_schema = cs.struct(
         prefix.of("Key"),
         [cs.ConnectField(c.name, key_parts[c.name][1]) for c in ordered if c.is_key],
@@ -232,12 +190,13 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         before_schema=before,
         after_schema=after,
         value_schema=_envelope_schema(prefix, before, after),
-        key_slots=key_slots,
-        key_builder=compile_key_builder(table.qualified_name, list(key_slots)),
+        key_names=tuple(c.name for c in key_columns),
+        key_builder=compile_key_builder(table.qualified_name, key_columns),
         clustering_names=tuple(c.name for c in table.clustering_key),
         row_columns=tuple(row_columns),
-        row_slots=tuple(row_slot(c) for c in row_columns),
-        delta_builder=compile_builder(table.qualified_name, [_column_code(c) for c in row_columns]),
+        delta_builder=compile_row_builder(table.qualified_name, row_columns, "delta"),
+        pre_image_builder=compile_row_builder(table.qualified_name, row_columns, "pre"),
+        post_image_builder=compile_row_builder(table.qualified_name, row_columns, "post"),
         source=SourceInfo(settings.topic_prefix, table.keyspace, table.name),
         has_clustering=bool(table.clustering_key),
         tombstones_on_delete=settings.tombstones_on_delete,

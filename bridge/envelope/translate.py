@@ -15,7 +15,8 @@ One envelope per delta row, in `cdc$batch_seq_no` order, as the Java connector e
 With `experimental.preimages.enabled`, the pre-image row of a row becomes `before` of the first
 delta row of that row in the record; with `experimental.postimages.enabled`, the post-image row
 becomes `after` of the last insert/update of that row in the record (every column then a cell).
-Images are paired with deltas by primary key inside the record (design.md section 3).
+Images are paired with deltas by primary key inside the record (design.md section 3), by the
+source's one pairing rule (`bridge.scylla.records.pair_images`).
 
 With `dropped.changes.topic` set, each dropped range delete and clustered partition delete also
 gives a record on that topic (`P.DroppedChange`: kind, clustering bounds and inclusiveness).
@@ -26,16 +27,15 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from bridge.envelope.errors import TranslationError, UnknownColumnError, ValueConversionError
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
-from bridge.envelope.rows import CONVERSION_ERRORS, delta_struct, image_struct, key_struct, row_identity, row_key
 from bridge.scylla.cdc_time import UUID_EPOCH_OFFSET
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
+from bridge.scylla.records import pair_images
 
 
 def write_micros(time: uuid.UUID) -> int:
@@ -49,34 +49,47 @@ def write_micros(time: uuid.UUID) -> int:
 _OP_CODES = {Operation.INSERT: "c", Operation.UPDATE: "u"}
 _ROW_DELETES = frozenset({Operation.ROW_DELETE, Operation.SERVICE_ROW_DELETE})
 _PARTITION_DELETES = frozenset({Operation.PARTITION_DELETE, Operation.SERVICE_PARTITION_DELETE})
+_ROW_EVENTS = frozenset(_OP_CODES) | _ROW_DELETES | _PARTITION_DELETES  # rows an image can belong to
 _RANGE_STARTS = {Operation.RANGE_DELETE_START_INCLUSIVE: True, Operation.RANGE_DELETE_START_EXCLUSIVE: False}
 _RANGE_ENDS = {Operation.RANGE_DELETE_END_INCLUSIVE: True, Operation.RANGE_DELETE_END_EXCLUSIVE: False}
 
 
-@dataclass(slots=True)
-class _Images:
-    """Image rows of a record by row identity, and which delta row each one belongs to."""
+def _envelope(source: dict[str, Any], before: Any, after: Any, op: str, now_micros: int) -> dict[str, Any]:
+    """The envelope value (field order = the Envelope schema's); `now_micros` is processing time."""
+    return {
+        "source": source,
+        "before": before,
+        "after": after,
+        "op": op,
+        "ts_ms": now_micros // 1000,
+        "transaction": None,
+        "ts_us": now_micros,
+        "ts_ns": now_micros * 1000,
+    }
 
-    pre: dict[tuple[Any, ...], LogRow] = field(default_factory=dict)
-    post: dict[tuple[Any, ...], LogRow] = field(default_factory=dict)
-    pre_owner: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    post_owner: dict[tuple[Any, ...], int] = field(default_factory=dict)
+
+def _images_by_row(plan: TablePlan, record: ChangeRecord) -> tuple[dict[int, LogRow], dict[int, LogRow]]:
+    """(pre-image, post-image) by the `id` of the delta row that carries it: a row's pre-image
+    goes with its first insert/update/delete of the record, its post-image with its last
+    insert/update (the state after the whole record)."""
+    pre: dict[int, LogRow] = {}
+    post: dict[int, LogRow] = {}
+    for change in pair_images(record, plan.key_names):
+        if plan.preimages and change.pre_image is not None:
+            first = next((r for r in change.deltas if r.operation in _ROW_EVENTS), None)
+            if first is not None:
+                pre[id(first)] = change.pre_image
+        if plan.postimages and change.post_image is not None:
+            last = next((r for r in reversed(change.deltas) if r.operation in _OP_CODES), None)
+            if last is not None:
+                post[id(last)] = change.post_image
+    return pre, post
 
 
-def _index_images(plan: TablePlan, rows: tuple[LogRow, ...]) -> _Images:
-    images = _Images()
-    for position, row in enumerate(rows):
-        op = row.operation
-        if op is Operation.PRE_IMAGE and plan.preimages:
-            images.pre[row_identity(plan, row.values)] = row
-        elif op is Operation.POST_IMAGE and plan.postimages:
-            images.post[row_identity(plan, row.values)] = row
-        elif op in _OP_CODES or op in _ROW_DELETES or op in _PARTITION_DELETES:
-            identity = row_identity(plan, row.values)
-            images.pre_owner.setdefault(identity, position)
-            if op in _OP_CODES:
-                images.post_owner[identity] = position
-    return images
+def _is_static_row(plan: TablePlan, values: Mapping[str, Any]) -> bool:
+    """An image of the static row: a clustered table's row with every clustering column null."""
+    names = plan.clustering_names
+    return bool(names) and all(values.get(name) is None for name in names)
 
 
 class _RecordTranslator:
@@ -90,41 +103,43 @@ class _RecordTranslator:
         self.out: list[KafkaRecord] = []
         self.dropped: Counter[DropReason] = Counter()
         self.range_start: LogRow | None = None
-        needs_images = (plan.preimages or plan.postimages) and any(r.operation.is_image for r in record.rows)
-        self.images = _index_images(plan, record.rows) if needs_images else None
+        self.pre: dict[int, LogRow] = {}
+        self.post: dict[int, LogRow] = {}
+        if (plan.preimages or plan.postimages) and any(r.operation.is_image for r in record.rows):
+            self.pre, self.post = _images_by_row(plan, record)
 
     def run(self) -> Translation:
         row: LogRow | None = None
         try:
-            for position, row in enumerate(self.record.rows):
-                self._row(position, row)
+            for row in self.record.rows:
+                self._row(row)
             row = None
             if self.range_start is not None:
                 row = self.range_start
                 raise ValueConversionError("range delete start bound without its end bound")
         except ValueConversionError as error:
-            raise self._error(row, str(error)) from None
+            raise self.error(row, str(error)) from None
         return Translation(tuple(self.out), dict(self.dropped))
 
-    def _error(self, row: LogRow | None, problem: str) -> TranslationError:
+    def error(self, row: LogRow | None, problem: str) -> TranslationError:
         record = self.record
         where = f"{record.keyspace}.{record.table} stream {record.stream_id} cdc$time {record.time}"
         if row is not None:
             where += f" batch_seq_no {row.batch_seq_no} (operation {row.operation.name})"
         return TranslationError(f"cannot translate change of {where}: {problem}")
 
-    def _row(self, position: int, row: LogRow) -> None:
+    def _row(self, row: LogRow) -> None:
         op = row.operation
         code = _OP_CODES.get(op)
         if code is not None:
-            self._upsert(position, row, code)
+            self._upsert(row, code)
         elif op in _ROW_DELETES:
-            self._delete(position, row)
+            self._delete(row)
         elif op in _PARTITION_DELETES:
             if self.plan.has_clustering:
                 self._drop(row, DropReason.CLUSTERED_PARTITION_DELETE, "partition_delete", None, None)
             else:
-                self._delete(position, row)
+                self._delete(row)
         elif op in _RANGE_STARTS:
             if self.range_start is not None:
                 raise ValueConversionError("range delete start bound follows another start bound")
@@ -135,47 +150,34 @@ class _RecordTranslator:
             start, self.range_start = self.range_start, None
             self._drop(row, DropReason.RANGE_DELETE, "range_delete", start, row)
 
-    def _image_for(self, position: int, row: LogRow, post: bool) -> LogRow | None:
-        if self.images is None:
+    def _before(self, row: LogRow, key: dict[str, Any]) -> dict[str, Any] | None:
+        pre = self.pre.get(id(row))
+        if pre is None:
             return None
-        identity = row_identity(self.plan, row.values)
-        owners = self.images.post_owner if post else self.images.pre_owner
-        if owners.get(identity) != position:
-            return None
-        return (self.images.post if post else self.images.pre).get(identity)
+        return self.plan.pre_image_builder(pre.values, key, _is_static_row(self.plan, pre.values))
 
-    def _upsert(self, position: int, row: LogRow, code: str) -> None:
+    def _upsert(self, row: LogRow, code: str) -> None:
         plan = self.plan
-        key = row_key(plan, row.values)
-        pre = self._image_for(position, row, post=False)
-        post = self._image_for(position, row, post=True)
-        before = None if pre is None else image_struct(plan, pre.values, key, full=False)
-        after = delta_struct(plan, row.values, key) if post is None else image_struct(plan, post.values, key, full=True)
-        self._emit(key, before, after, code)
+        key = plan.key_builder(row.values)
+        post = self.post.get(id(row))
+        if post is None:
+            after = plan.delta_builder(row.values, key)
+        else:
+            after = plan.post_image_builder(post.values, key, _is_static_row(plan, post.values))
+        self.out.append(KafkaRecord(plan.topic, key, plan.key_schema,
+                                    _envelope(self.source, self._before(row, key), after, code, self.now_micros),
+                                    plan.value_schema))
 
-    def _delete(self, position: int, row: LogRow) -> None:
+    def _delete(self, row: LogRow) -> None:
         plan = self.plan
-        key = row_key(plan, row.values)
-        pre = self._image_for(position, row, post=False)
-        before = delta_struct(plan, row.values, key) if pre is None else image_struct(plan, pre.values, key, full=False)
-        self._emit(key, before, None, "d")
+        key = plan.key_builder(row.values)
+        before = self._before(row, key)
+        if before is None:
+            before = plan.delta_builder(row.values, key)
+        envelope = _envelope(self.source, before, None, "d", self.now_micros)
+        self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema))
         if plan.tombstones_on_delete:
             self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, None, None))
-
-    def _emit(self, key: dict[str, Any], before: dict[str, Any] | None, after: dict[str, Any] | None, op: str) -> None:
-        plan = self.plan
-        now = self.now_micros
-        envelope = {
-            "source": self.source,
-            "before": before,
-            "after": after,
-            "op": op,
-            "ts_ms": now // 1000,
-            "transaction": None,
-            "ts_us": now,
-            "ts_ns": now * 1000,
-        }
-        self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema))
 
     def _drop(self, row: LogRow, reason: DropReason, kind: str, start: LogRow | None, end: LogRow | None) -> None:
         self.dropped[reason] += 1
@@ -183,13 +185,13 @@ class _RecordTranslator:
         if side is None:
             return
         plan = self.plan
-        key = key_struct(plan.key_slots, {c.name: row.values.get(c.name) for c in plan.table.partition_key})
+        key = plan.key_builder({c.name: row.values.get(c.name) for c in plan.table.partition_key})
         value = {
             "source": self.source,
             "kind": kind,
-            "start": None if start is None else key_struct(side.clustering, start.values),
+            "start": None if start is None else side.clustering_builder(start.values),
             "start_inclusive": None if start is None else _RANGE_STARTS[start.operation],
-            "end": None if end is None else key_struct(side.clustering, end.values),
+            "end": None if end is None else side.clustering_builder(end.values),
             "end_inclusive": None if end is None else _RANGE_ENDS[end.operation],
             "ts_ms": self.now_micros // 1000,
         }
@@ -210,9 +212,8 @@ def translate(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Transla
     for row in rows:
         if not row.values.keys() <= plan.log_names:  # a column added after the plan: never dropped
             column = sorted(row.values.keys() - plan.log_names)[0]
-            raise UnknownColumnError(
-                _RecordTranslator(plan, record, now_micros)._error(row, f"column {column!r} is not in the plan's"
-                                                                         " table schema").args[0], column)
+            problem = f"column {column!r} is not in the plan's table schema"
+            raise UnknownColumnError(_RecordTranslator(plan, record, now_micros).error(row, problem).args[0], column)
     if len(rows) == 1 and rows[0].operation in _OP_CODES:
         return _single_upsert(plan, record, now_micros)  # most records: one insert/update row
     return _RecordTranslator(plan, record, now_micros).run()
@@ -222,27 +223,13 @@ _NOTHING_DROPPED: Mapping[DropReason, int] = MappingProxyType({})
 
 
 def _single_upsert(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Translation:
+    """The common record, one insert/update row and no images, without the per-record state."""
     row = record.rows[0]
     values = row.values
     try:
-        # The generated builders straight away; on a value that does not fit, row_key and
-        # delta_struct convert again column by column and name the column.
         key = plan.key_builder(values)
         after = plan.delta_builder(values, key)
-    except CONVERSION_ERRORS:
-        try:
-            key = row_key(plan, values)
-            after = delta_struct(plan, values, key)
-        except ValueConversionError as error:
-            raise _RecordTranslator(plan, record, now_micros)._error(row, str(error)) from None
-    envelope = {
-        "source": plan.source.block(write_micros(row.time)),
-        "before": None,
-        "after": after,
-        "op": _OP_CODES[row.operation],
-        "ts_ms": now_micros // 1000,
-        "transaction": None,
-        "ts_us": now_micros,
-        "ts_ns": now_micros * 1000,
-    }
+    except ValueConversionError as error:
+        raise _RecordTranslator(plan, record, now_micros).error(row, str(error)) from None
+    envelope = _envelope(plan.source.block(write_micros(row.time)), None, after, _OP_CODES[row.operation], now_micros)
     return Translation((KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema),), _NOTHING_DROPPED)

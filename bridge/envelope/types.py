@@ -260,17 +260,6 @@ def type_label(cql: CqlType) -> str:
     return cql.kind.upper()
 
 
-def hashable_form(value: Any) -> Any:
-    """A hashable stand-in for a driver value (frozen collections come as lists, sets, maps)."""
-    if value is None or isinstance(value, str | bytes | int | float | uuid.UUID | decimal.Decimal):
-        return value
-    if isinstance(value, Mapping):
-        return tuple((hashable_form(k), hashable_form(v)) for k, v in value.items())
-    if isinstance(value, tuple | list) or hasattr(value, "__iter__"):
-        return tuple(hashable_form(v) for v in value)
-    return value
-
-
 def _iterable(value: Any, what: str) -> Iterable[Any]:
     if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
         raise _fail(value, what)
@@ -300,6 +289,14 @@ def _map_entries(key: TypeMapping, item: TypeMapping) -> Converter:
     return to_entries
 
 
+def list_key_order(key: Any) -> tuple[int, int]:
+    """The order of a non-frozen list's cell key, a timeuuid (version 1) in the log; anything
+    else is refused rather than put somewhere in the list."""
+    if type(key) is not uuid.UUID or key.version != 1:
+        raise ValueConversionError(f"list key {key!r:.60} is not a timeuuid")
+    return timeuuid_sort_key(key)
+
+
 def list_values_of_keyed(element: TypeMapping) -> Converter:
     """A non-frozen list as the log shows it (`map<timeuuid, V>`): values in timeuuid key order."""
     convert = element.convert
@@ -307,7 +304,7 @@ def list_values_of_keyed(element: TypeMapping) -> Converter:
     def to_array(value: Any) -> list[Any]:
         if not isinstance(value, Mapping):
             raise _fail(value, "map<timeuuid, V> of a non-frozen list")
-        ordered = sorted(value.items(), key=lambda kv: timeuuid_sort_key(kv[0]))
+        ordered = sorted(value.items(), key=lambda kv: list_key_order(kv[0]))
         return [None if v is None else convert(v) for _, v in ordered]
 
     return to_array

@@ -15,7 +15,7 @@ from cassandra.util import OrderedMap, SortedSet
 from bridge.envelope.errors import PlanError, TranslationError
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import Operation
-from bridge.scylla.schema import parse_cql_type, scalar, udt
+from bridge.scylla.schema import scalar, udt
 from tests.unit.envelope.support import Wire, d, de, make_table, plan_for, row_with, run
 
 UT = udt("ut", [("a", scalar("int")), ("b", scalar("int")), ("c", scalar("int"))])
@@ -253,14 +253,28 @@ def test_udt_values_given_as_mappings_or_objects() -> None:
 
 
 def test_uuid_list_keys_need_timeuuids() -> None:
+    """A non-frozen list is logged as map<timeuuid, V>: a plain list, or keys that are not
+    timeuuids (version 1), are refused naming the column, never placed somewhere in the list."""
     with pytest.raises(TranslationError, match="column 'l'"):
         run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "l": [1, 2]}))
-    assert parse_cql_type("list<int>").is_multi_cell
-    assert isinstance(K1, uuid.UUID)
+    random_key = uuid.UUID(int=0x1234_5678_9ABC_DEF0_1234_5678_9ABC_DEF0, version=4)
+    for change in ({"l": {K1: 1, random_key: 2}}, {de("l"): SortedSet([random_key])},
+                   {"l": {random_key: 1}, d("l"): True}):
+        with pytest.raises(TranslationError, match=r"column 'l': list key UUID\('.*'\) is not a timeuuid"):
+            run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, **change}))
+    assert Wire().values(run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "l": {K2: 2, K1: 1}})))[0][
+        "after"]["l__elements"]["added"] == [{"key": str(K1), "value": 1}, {"key": str(K2), "value": 2}]
+
+
+class _BrokenMap(dict[Any, Any]):
+    """A driver map object that breaks when read (a shape no converter expects)."""
+
+    def items(self) -> Any:
+        raise AttributeError("no items today")
 
 
 def test_driver_objects_of_the_wrong_shape_give_the_same_clear_error() -> None:
-    """A list column whose log map has non-timeuuid keys breaks the key sort with an
-    AttributeError; it still becomes one TranslationError naming the column."""
-    with pytest.raises(TranslationError, match=r"column 'l': AttributeError"):
-        run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "l": {1: 10}, d("l"): True}))
+    """A log value that breaks a converter with a plain Python error (here an AttributeError)
+    still becomes one TranslationError naming the column."""
+    with pytest.raises(TranslationError, match=r"column 'm': AttributeError: no items today"):
+        run(PLAN, row_with(Operation.UPDATE, {"pk": 0, "ck": 0, "m": _BrokenMap({1: "a"}), d("m"): True}))
