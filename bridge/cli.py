@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bridge.demo import register as register_demo
     from bridge.ops_cli import register as register_ops
     from bridge.sim.cli import register as register_sim
+    from bridge.spark.cli import register as register_spark
     from bridge.stack.cli import register as register_stack
     from bridge.worker_cli import register as register_run
 
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_stack(commands)
     register_sim(commands)
     register_demo(commands)
+    register_spark(commands)
     return parser
 
 

@@ -1,0 +1,8 @@
+"""The PySpark jobs (docs/spark.md): `flatten` (ExtractNewRecordState semantics, to Kafka exactly
+once and/or Delta) and `mirror` (one Delta table per source table, equal to it).
+
+Reading order: `session` (packages) -> `jobs` (stream wiring) -> `decode` (micro-batch -> groups
+per topic and schema, `shape`, `avro`) -> `flatten` + `output_schema` -> `kafka_sink`;
+`mirror` -> `mirror_frames` -> `fold` (the pure per-row semantics).
+Nothing here is imported by the rest of the bridge; pyspark comes with the `spark` extra.
+"""

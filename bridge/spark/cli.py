@@ -1,0 +1,197 @@
+"""`cdc-bridge spark flatten|mirror|packages` and `python -m bridge.spark ...` (spark-submit).
+
+Both jobs need a checkpoint location: Spark keeps there the Kafka offsets of every micro-batch,
+so a restarted job resumes where it stopped and re-runs an unfinished micro-batch with the same
+id (which the outputs use to write it once). One checkpoint belongs to one job; a new checkpoint
+starts again at `--starting-offsets`.
+
+`--config worker.properties` takes the topics (`topic.prefix` + `scylla.table.names`), the value
+converter, the registry, `dropped.changes.topic` and `kafka.*` from the worker's own file; flags
+override it. pyspark is imported only when a job starts, so the command exists without the
+`spark` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TOPIC_RULE = "{topic}.flat"
+
+
+def register(commands: Any, *, default_master: str | None = "local[2]") -> None:
+    spark = commands.add_parser("spark", help="the PySpark jobs: flatten the envelopes, mirror the tables",
+                                description="Spark Structured Streaming over the envelope topics.")
+    add_jobs(spark.add_subparsers(dest="spark_command", metavar="JOB", required=True), default_master)
+
+
+def add_jobs(jobs: Any, default_master: str | None) -> None:
+    flatten = jobs.add_parser("flatten", help="ExtractNewRecordState-style flattening to Kafka and/or Delta",
+                              description="Flatten the envelopes like Debezium's ExtractNewRecordState "
+                                          "(+ ScyllaExtractNewRecordState), exactly once.")
+    _common(flatten, default_master)
+    flatten.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                         help="an SMT option by Debezium's name, e.g. delete.tombstone.handling.mode=rewrite, "
+                              "add.fields=op,source.ts_ms, add.headers=op (repeatable)")
+    flatten.add_argument("--output-topic", metavar="RULE", help="output topic naming rule with {topic}, {prefix}, "
+                         f"{{keyspace}}, {{table}} (default {DEFAULT_TOPIC_RULE} unless only --output-delta)")
+    flatten.add_argument("--output-delta", metavar="PATH", help="also append the flattened records to Delta "
+                         "tables PATH/<keyspace>/<table>")
+    flatten.add_argument("--output-format", choices=["json", "json-schemas"], help="JSON of the flattened "
+                         "values, with or without their Connect schema (default: as the input; json for Avro)")
+    flatten.add_argument("--commit-topic", default="cdc-bridge-spark-commits",
+                         help="compacted topic holding each job's last micro-batch written to Kafka")
+    flatten.set_defaults(handler=_flatten)
+    mirror = jobs.add_parser("mirror", help="keep one Delta table per source table equal to it",
+                             description="MERGE each micro-batch into Delta tables PATH/<keyspace>/<table>.")
+    _common(mirror, default_master)
+    mirror.add_argument("--delta", required=True, metavar="PATH", help="root folder of the mirror tables")
+    mirror.set_defaults(handler=_mirror)
+    packages = jobs.add_parser("packages", help="print the Maven packages for spark-submit --packages")
+    packages.set_defaults(handler=_packages)
+
+
+def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None:
+    parser.add_argument("--config", type=Path, help="the worker's properties file: topics, format, registry, "
+                        "dropped.changes.topic and kafka.* from it")
+    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers (else kafka.bootstrap.servers)")
+    parser.add_argument("--topics", help="comma-separated envelope topics (else from --config)")
+    parser.add_argument("--topic-pattern", help="Java regex of topics instead of --topics")
+    parser.add_argument("--dropped-changes-topic", help="also read this side topic (range / partition deletes)")
+    parser.add_argument("--format", choices=["json", "json-schemas", "avro"],
+                        help="value format: JSON without / with schemas, or Avro via the registry")
+    parser.add_argument("--registry-url", help="Confluent-compatible schema registry (Avro)")
+    parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
+                        help="more Kafka client settings for source and sink (SASL, TLS; repeatable)")
+    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (required): the source offsets "
+                        "of every micro-batch, so a restart resumes and replays exactly")
+    parser.add_argument("--name", help="job name: transactional id, commit marker and Delta app id "
+                        "(default derived from the checkpoint path)")
+    parser.add_argument("--starting-offsets", default="earliest", help="earliest | latest | Spark's JSON, "
+                        "used only by a new checkpoint")
+    parser.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
+    parser.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval")
+    parser.add_argument("--available-now", action="store_true", help="process what is in Kafka now, then stop")
+    parser.add_argument("--master", default=default_master, help="Spark master (default %(default)s; "
+                        "none: the one spark-submit gives)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="more Spark settings (repeatable)")
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    from bridge.spark.errors import SparkJobError
+
+    found = {}
+    for pair in values:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise SparkJobError(f"{flag}: {pair!r} is not KEY=VALUE")
+        found[key.strip()] = value.strip()
+    return found
+
+
+def _source(args: argparse.Namespace) -> Any:
+    from bridge.config import load_config
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.jobs import SourceOptions
+
+    topics: list[str] = []
+    kafka: dict[str, str] = {}
+    value_format, registry, dropped = None, None, args.dropped_changes_topic
+    if args.config is not None:
+        config = load_config(args.config)
+        topics = [f"{config.topic_prefix}.{ks}.{table}" for ks, table in config.tables()]
+        kafka = config.kafka_client_config()
+        schemas = config.value_schemas_enable
+        value_format = ("avro" if config.value_converter == "avro" else "json-schemas" if schemas else "json")
+        registry = config.value_registry_url
+        dropped = dropped or config.dropped_changes_topic
+    kafka.update(_pairs(args.kafka, "--kafka"))
+    bootstrap = args.bootstrap_servers or kafka.pop("bootstrap.servers", None)
+    kafka.pop("bootstrap.servers", None)
+    if not bootstrap:
+        from bridge.spark.errors import SparkJobError
+
+        raise SparkJobError("--bootstrap-servers: required (or kafka.bootstrap.servers in --config)")
+    if args.topics:
+        topics = [t.strip() for t in args.topics.split(",") if t.strip()]
+    if args.topic_pattern:
+        topics = []
+    if dropped and topics:
+        topics.append(dropped)
+    return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=args.topic_pattern,
+                         value_format=ValueFormat(args.format or value_format or "json-schemas"),
+                         registry_url=args.registry_url or registry, starting_offsets=args.starting_offsets,
+                         max_offsets_per_trigger=args.max_offsets_per_trigger, kafka=kafka)
+
+
+def _run(args: argparse.Namespace, start: Any) -> int:
+    from bridge.config import ConfigError
+    from bridge.observability import configure_logging
+    from bridge.spark.errors import SparkJobError
+    from bridge.spark.jobs import RunOptions
+    from bridge.spark.session import build_session
+
+    configure_logging()
+    try:
+        source = _source(args)
+        run = RunOptions(checkpoint=args.checkpoint, name=args.name, trigger_interval=args.trigger_interval,
+                         available_now=args.available_now)
+        master = None if args.master in (None, "", "none") else args.master
+        spark = build_session(master, conf=_pairs(args.spark_conf, "--spark-conf"))
+        query = start(spark, source, run)
+    except (SparkJobError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    failure = query.exception()
+    if failure is not None:
+        print(f"error: the streaming query failed: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _flatten(args: argparse.Namespace) -> int:
+    from bridge.spark.jobs import start_flatten
+    from bridge.spark.smt_options import SmtOptions
+
+    def start(spark: Any, source: Any, run: Any) -> Any:
+        smt = SmtOptions.from_properties(_pairs(args.option, "--option"))
+        rule = args.output_topic or (None if args.output_delta else DEFAULT_TOPIC_RULE)
+        schemas = None if args.output_format is None else args.output_format == "json-schemas"
+        return start_flatten(spark, source, smt, run, topic_rule=rule, delta_root=args.output_delta,
+                             schemas_out=schemas, commit_topic=args.commit_topic)
+
+    return _run(args, start)
+
+
+def _mirror(args: argparse.Namespace) -> int:
+    from bridge.spark.jobs import start_mirror
+
+    def start(spark: Any, source: Any, run: Any) -> Any:
+        return start_mirror(spark, source, run, delta_root=args.delta)
+
+    return _run(args, start)
+
+
+def _packages(args: argparse.Namespace) -> int:
+    from bridge.spark.session import packages
+
+    print(",".join(packages()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bridge.spark flatten|mirror ...`: for spark-submit (the master comes from it)."""
+    parser = argparse.ArgumentParser(prog="python -m bridge.spark", description="The PySpark jobs (spark-submit).")
+    add_jobs(parser.add_subparsers(dest="spark_command", metavar="JOB", required=True), None)
+    args = parser.parse_args(argv)
+    handler = args.handler
+    return int(handler(args))

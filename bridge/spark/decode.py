@@ -1,0 +1,179 @@
+"""One micro-batch of raw Kafka rows -> groups of parsed records, one per (topic, writer schema).
+
+The envelope topics of several tables, and several schema versions of one table (a column added
+while the job runs), can meet in one micro-batch; each group is parsed with its own Spark type:
+
+- JSON with schemas (`schemas.enable=true`): the Connect schema travels in every message; its
+  text is hashed per row, one message per distinct schema gives the type;
+- JSON without schemas: the type is inferred by Spark from the batch's messages of the topic
+  (cells are then recognised by their form, and dates stay numbers; see docs/spark.md);
+- Avro in the Confluent framing: the writer schema is fetched from the registry by the id in
+  bytes 1-4 (`bridge.spark.avro`).
+
+Each group's frame keeps the Kafka columns (`META`) and adds `env`, the parsed value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.errors import BadEnvelopeError
+from bridge.spark.shape import TableShape, connect_to_spark, shape_from_connect, shape_from_spark
+
+META = ("topic", "partition", "offset", "timestamp", "headers", "key", "value")
+Kind = Literal["envelope", "dropped", "other", "tombstone"]
+
+
+class ValueFormat(Enum):
+    JSON = "json"  # schemaless JSON (value.converter.schemas.enable=false)
+    JSON_SCHEMAS = "json-schemas"
+    AVRO = "avro"
+
+
+@dataclass(frozen=True)
+class Group:
+    """The records of one topic written with one schema (or the topic's tombstones)."""
+
+    topic: str
+    kind: Kind
+    frame: DataFrame  # META columns + `env` (null for tombstones and `other`)
+    env_type: T.StructType | None = None
+    shape: TableShape | None = None  # of `after`/`before` (envelopes)
+    connect_schema: dict[str, Any] | None = None  # the value's Connect schema, when the format has one
+
+    @property
+    def keyspace_table(self) -> tuple[str, str]:
+        parts = self.topic.rsplit(".", 2)
+        return (parts[-2], parts[-1]) if len(parts) == 3 else ("", self.topic)
+
+
+def _meta() -> list[Column]:
+    return [F.col(name) for name in META]
+
+
+def decode(batch: DataFrame, value_format: ValueFormat,
+           avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None) -> list[Group]:
+    """Parse `batch` (a Kafka source micro-batch, headers included); the caller persists it."""
+    batch = batch.select(*_meta())
+    groups = list(_tombstones(batch))
+    if value_format is ValueFormat.JSON_SCHEMAS:
+        groups += _json_with_schemas(batch)
+    elif value_format is ValueFormat.JSON:
+        groups += _json_inferred(batch)
+    else:
+        assert avro_decoder is not None, "Avro needs a registry"
+        groups += avro_decoder(batch)
+    return groups
+
+
+def _tombstones(batch: DataFrame) -> Iterator[Group]:
+    nulls = batch.where(F.col("value").isNull())
+    for row in nulls.select("topic").distinct().collect():
+        frame = nulls.where(F.col("topic") == row["topic"]).withColumn("env", F.lit(None))
+        yield Group(row["topic"], "tombstone", frame)
+
+
+def classify_connect(schema: dict[str, Any]) -> Kind:
+    name = str(schema.get("name") or "")
+    if schema.get("type") == "struct" and name.endswith(".Envelope"):
+        return "envelope"
+    if schema.get("type") == "struct" and name.endswith(".DroppedChange"):
+        return "dropped"
+    return "other"
+
+
+def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, Any], in_payload: bool) -> Group:
+    """A group whose values are JSON text written with the Connect `schema`."""
+    kind = classify_connect(schema)
+    if kind == "other":
+        return Group(topic, "other", frame.select(*_meta(), F.lit(None).alias("env")))
+    env_type = connect_to_spark(schema)
+    assert isinstance(env_type, T.StructType)
+    parse_type = T.StructType([T.StructField("payload", env_type)]) if in_payload else env_type
+    parsed = F.from_json(text, parse_type, {"mode": "FAILFAST"})
+    env = parsed["payload"] if in_payload else parsed
+    shape = None
+    if kind == "envelope":
+        after = next(f for f in schema["fields"] if f["field"] == "after")
+        shape = shape_from_connect(after)
+    return Group(topic, kind, frame.select(*_meta(), env.alias("env")), env_type, shape, schema)
+
+
+def _json_with_schemas(batch: DataFrame) -> list[Group]:
+    text = F.col("value").cast("string")
+    schema_text = F.from_json(text, "struct<schema:string>")["schema"]
+    rows = batch.where(F.col("value").isNotNull()).withColumn("_sid", F.md5(schema_text))
+    found = rows.groupBy("topic", "_sid").agg(F.first(schema_text).alias("schema"),
+                                              F.min(F.struct("partition", "offset")).alias("first")).collect()
+    groups = []
+    for row in found:
+        if row["schema"] is None:
+            first = row["first"]
+            raise BadEnvelopeError(f"topic {row['topic']} partition {first['partition']} offset {first['offset']}: "
+                                   "not JSON with a schema (is value.converter.schemas.enable=false? "
+                                   "then use --format json)")
+        schema = json.loads(row["schema"])
+        members = rows.where((F.col("topic") == row["topic"]) & (F.col("_sid") == row["_sid"])).drop("_sid")
+        groups.append(connect_group(row["topic"], members, text, schema, in_payload=True))
+    return groups
+
+
+def _json_inferred(batch: DataFrame) -> list[Group]:
+    spark: SparkSession = batch.sparkSession
+    text = F.col("value").cast("string")
+    values = batch.where(F.col("value").isNotNull())
+    groups = []
+    for row in values.select("topic").distinct().collect():
+        topic = row["topic"]
+        members = values.where(F.col("topic") == topic)
+        inferred = spark.read.json(members.select(text.alias("value")), mode="FAILFAST").schema
+        if "schema" in inferred.fieldNames() and "payload" in inferred.fieldNames():
+            raise BadEnvelopeError(f"topic {topic}: the values carry schemas (schemas.enable=true); "
+                                   "use --format json-schemas")
+        kind = classify_inferred(inferred)
+        if kind == "other":
+            groups.append(Group(topic, "other", members.select(*_meta(), F.lit(None).alias("env"))))
+            continue
+        env = F.from_json(text, inferred, {"mode": "FAILFAST"})
+        shape = None
+        if kind == "envelope":
+            after = _row_type(inferred)
+            shape = shape_from_spark(after) if after is not None else None
+            if shape is None:
+                kind = "other"
+        groups.append(Group(topic, kind, members.select(*_meta(), env.alias("env")), inferred, shape))
+    return groups
+
+
+def classify_inferred(inferred: T.StructType) -> Kind:
+    names = set(inferred.fieldNames())
+    if {"op", "source"} <= names and ("after" in names or "before" in names):
+        return "envelope"
+    if {"kind", "source"} <= names:
+        return "dropped"
+    return "other"
+
+
+def _row_type(inferred: T.StructType) -> T.StructType | None:
+    """The row type of schemaless envelopes: `after` and `before` merged (a batch of deletes only
+    has `before`), as Spark inferred them."""
+    found: dict[str, T.StructField] = {}
+    for side in ("after", "before"):
+        if side in inferred.fieldNames() and isinstance(inferred[side].dataType, T.StructType):
+            side_type = inferred[side].dataType
+            assert isinstance(side_type, T.StructType)
+            for field in side_type.fields:
+                current = found.get(field.name)
+                if current is None or not isinstance(current.dataType, T.StructType):
+                    found[field.name] = field
+    if not found:
+        return None
+    return T.StructType(sorted(found.values(), key=lambda f: f.name))

@@ -1,0 +1,219 @@
+"""The mirror's per-row semantics, as a pure function: stored row + the micro-batch's changes of
+that row (and range / partition deletes of its partition) -> what to write back.
+
+Rows and changes are plain dicts in the Connect representation the envelope uses (maps as lists
+of `{"key", "value"}` entries, dates as days, timestamps as epoch milliseconds), so this module
+knows nothing about Spark and is tested on its own.
+
+Rules (docs/spark.md "Mirror semantics"):
+- changes apply in order of (`source.ts_us`, deletes after writes of the same timestamp, record
+  order): ScyllaDB lets a tombstone win over a write with the same timestamp;
+- a cell `null` leaves the stored value alone, `{"value": v}` sets it, `{"value": null}` sets null;
+- `X__elements` applies element changes to the stored collection: sets (add / remove elements),
+  maps (put entries / remove keys), UDTs (set fields / null fields), lists (appends; a removal by
+  list key cannot be applied to a list the mirror only knows as values, it is counted);
+- `op = d` deletes the row; a range delete removes the rows of its partition whose clustering
+  key lies within its bounds, a partition delete every row of the partition;
+- an INSERT (`op = c`) gives the row a row marker, like CQL: a row stays while it has the marker
+  or any non-null regular column, and disappears otherwise (an UPDATE that nulls its last cell);
+- every stored row remembers the position (`ts_us`, offset) of the last change applied to it, and
+  changes at or before it are skipped: a micro-batch replayed after a restart changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+MARKER = "_cdc_marker"
+TS_US = "_cdc_ts_us"
+OFFSET = "_cdc_offset"
+HIDDEN = (MARKER, TS_US, OFFSET)
+
+Action = Literal["upsert", "delete", "none"]
+ELEMENTS = "__elements"
+
+
+@dataclass(frozen=True, slots=True)
+class ValueColumn:
+    name: str
+    collection: str | None  # "set" | "map" | "list" | "udt" | None
+    has_elements: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FoldSpec:
+    key_columns: tuple[str, ...]
+    value_columns: tuple[ValueColumn, ...]
+
+
+@dataclass(slots=True)
+class FoldResult:
+    action: Action
+    row: dict[str, Any] | None
+    unapplied_list_removals: int = 0
+
+
+def _order(event: Mapping[str, Any]) -> tuple[int, int, int]:
+    return (int(event["ts"]), int(event.get("rank", 0)), int(event.get("offset", 0)))
+
+
+def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapping[str, Any]]) -> FoldResult:
+    """Apply `events` (data changes `{"op", "ts", "rank", "offset", "after"}` and dropped changes
+    `{"kind", "ts", "rank", "offset", "key", "start", "start_inclusive", "end", "end_inclusive"}`)
+    to the `stored` row (None: no row)."""
+    row: dict[str, Any] | None = dict(stored) if stored is not None else None
+    # A stored row's position is that of a write (rank 0); deletes of the same timestamp sort after it.
+    position = (int(row[TS_US]), 0, int(row[OFFSET])) if row is not None else None
+    changed = False
+    ignored_removals = 0
+    for event in sorted(events, key=_order):
+        if "kind" in event:
+            if row is None or (position is not None and position[0] > int(event["ts"])):
+                continue  # no row, or one rewritten after this delete (a replayed micro-batch)
+            if in_range(spec, row, event):
+                row, position, changed = None, None, True
+            continue
+        event_position = _order(event)
+        if position is not None and event_position <= position:
+            continue
+        if event["op"] == "d":
+            row, position, changed = None, None, True
+            continue
+        after = event.get("after") or {}
+        if row is None:
+            row = {name: after.get(name) for name in spec.key_columns}
+            row.update({c.name: None for c in spec.value_columns})
+            row[MARKER] = False
+        if event["op"] == "c":
+            row[MARKER] = True
+        for column in spec.value_columns:
+            cell = after.get(column.name)
+            if cell is not None:
+                row[column.name] = _normalise(cell.get("value"), column)
+            elements = after.get(column.name + ELEMENTS) if column.has_elements else None
+            if elements is not None:
+                row[column.name], ignored = apply_elements(row[column.name], elements, column)
+                ignored_removals += ignored
+        position = event_position
+        row[TS_US], row[OFFSET] = position[0], position[2]
+        changed = True
+    if not changed:
+        return FoldResult("none", None, ignored_removals)
+    if row is None or not _exists(spec, row):
+        return FoldResult("delete" if stored is not None else "none", None, ignored_removals)
+    return FoldResult("upsert", row, ignored_removals)
+
+
+def _exists(spec: FoldSpec, row: Mapping[str, Any]) -> bool:
+    return bool(row.get(MARKER)) or any(row.get(c.name) is not None for c in spec.value_columns)
+
+
+def _normalise(value: Any, column: ValueColumn) -> Any:
+    # CQL has no empty non-frozen collection: it reads back as null.
+    if column.has_elements and value in ([], {}):
+        return None
+    return value
+
+
+def _hashable(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
+
+
+def _sorted(values: Iterable[Any]) -> list[Any]:
+    items = list(values)
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+
+
+def apply_elements(current: Any, change: Mapping[str, Any], column: ValueColumn) -> tuple[Any, int]:
+    """`current` with one `X__elements` change applied; returns (value, list removals ignored)."""
+    added, removed = change.get("added"), change.get("removed") or []
+    kind = column.collection
+    if kind == "set":
+        members = {_hashable(v): v for v in current or []}
+        for value in removed:
+            members.pop(_hashable(value), None)
+        for value in added or []:
+            members[_hashable(value)] = value
+        return (_sorted(members.values()) or None), 0
+    if kind == "map":
+        entries = {_hashable(e["key"]): e for e in current or []}
+        for key in removed:
+            entries.pop(_hashable(key), None)
+        for entry in added or []:
+            entries[_hashable(entry["key"])] = {"key": entry["key"], "value": entry["value"]}
+        ordered = [entries[k] for k in _sorted_keys(entries)]
+        return (ordered or None), 0
+    if kind == "list":
+        values = list(current or []) + [entry["value"] for entry in added or []]
+        return (values or None), len(removed)
+    if kind == "udt":
+        fields = dict(current or {})
+        for name, value in (added or {}).items():
+            if value is not None:
+                fields[name] = value
+        for name in removed:
+            fields[name] = None
+        return (fields if any(v is not None for v in fields.values()) else None), 0
+    raise ValueError(f"column {column.name}: element changes on a column that is not a collection or UDT")
+
+
+def _sorted_keys(entries: Mapping[Any, Mapping[str, Any]]) -> list[Any]:
+    keys = list(entries)
+    try:
+        return sorted(keys, key=lambda k: entries[k]["key"])
+    except TypeError:
+        return sorted(keys, key=str)
+
+
+def in_range(spec: FoldSpec, row: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+    """Whether a range or partition delete covers `row` (same partition, clustering in bounds)."""
+    key = event.get("key") or {}
+    clustering = clustering_columns(event)
+    for name, value in key.items():
+        if name not in clustering and value is not None and row.get(name) != value:
+            return False
+    if event.get("kind") == "partition_delete":
+        return True
+    values = [row.get(name) for name in clustering]
+    if any(v is None for v in values):
+        return False  # the static row is not in any clustering range
+    return _after_start(values, event) and _before_end(values, event)
+
+
+def clustering_columns(event: Mapping[str, Any]) -> list[str]:
+    for bound in ("start", "end"):
+        if isinstance(event.get(bound), dict):
+            return list(event[bound])
+    return [name for name, value in (event.get("key") or {}).items() if value is None]
+
+
+def _prefix(bound: Mapping[str, Any] | None, clustering: Sequence[str]) -> list[Any]:
+    values: list[Any] = []
+    for name in clustering:
+        value = (bound or {}).get(name)
+        if value is None:
+            break
+        values.append(value)
+    return values
+
+
+def _after_start(values: list[Any], event: Mapping[str, Any]) -> bool:
+    prefix = _prefix(event.get("start"), clustering_columns(event))
+    if not prefix:
+        return True
+    head = values[: len(prefix)]
+    return head >= prefix if event.get("start_inclusive", True) else head > prefix
+
+
+def _before_end(values: list[Any], event: Mapping[str, Any]) -> bool:
+    prefix = _prefix(event.get("end"), clustering_columns(event))
+    if not prefix:
+        return True
+    head = values[: len(prefix)]
+    return head <= prefix if event.get("end_inclusive", True) else head < prefix

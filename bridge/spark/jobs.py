@@ -1,0 +1,177 @@
+"""The two streaming queries: stream I/O and `foreachBatch` wiring only (logic lives in decode,
+flatten, mirror).
+
+The source is Spark's Kafka source on the envelope topics with `kafka.isolation.level=read_committed`
+(Spark's consumer defaults to read_uncommitted, which would show records of aborted worker
+transactions) and headers included. The checkpoint location holds the source offsets of every
+micro-batch: a restarted query resumes there and re-runs an unfinished micro-batch with the same
+batch id, which both outputs use to stay exactly-once (kafka_sink, mirror).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from bridge.spark.decode import Group, ValueFormat, decode
+from bridge.spark.errors import SparkJobError
+from bridge.spark.flatten import flatten, output_topic
+from bridge.spark.kafka_sink import TransactionalKafkaSink
+from bridge.spark.mirror import MirrorWriter
+from bridge.spark.smt_options import SmtOptions
+
+log = structlog.get_logger(__name__)
+DEFAULT_COMMIT_TOPIC = "cdc-bridge-spark-commits"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    bootstrap_servers: str
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    value_format: ValueFormat = ValueFormat.JSON_SCHEMAS
+    registry_url: str | None = None
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    kafka: dict[str, str] = field(default_factory=dict)  # more Kafka client settings (SASL, TLS, ...)
+
+    def __post_init__(self) -> None:
+        if bool(self.topics) == bool(self.pattern):
+            raise SparkJobError("--topics / --topic-pattern: give exactly one of them")
+        if self.value_format is ValueFormat.AVRO and not self.registry_url:
+            raise SparkJobError("--registry-url: required with --format avro")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    checkpoint: str
+    name: str | None = None
+    trigger_interval: str = "2 seconds"
+    available_now: bool = False
+
+    def job_name(self, kind: str) -> str:
+        if self.name:
+            return self.name
+        digest = hashlib.sha1(str(Path(self.checkpoint).absolute()).encode()).hexdigest()[:10]
+        return f"{kind}-{digest}"
+
+
+def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", source.bootstrap_servers)
+              .option("kafka.isolation.level", "read_committed")
+              .option("includeHeaders", "true")
+              .option("startingOffsets", source.starting_offsets)
+              .option("failOnDataLoss", "true"))
+    for key, value in source.kafka.items():
+        reader = reader.option(f"kafka.{key}", value)
+    if source.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
+    if source.topics:
+        reader = reader.option("subscribe", ",".join(source.topics))
+    else:
+        reader = reader.option("subscribePattern", str(source.pattern))
+    return reader.load()
+
+
+def avro_decoder(source: SourceOptions) -> Callable[[DataFrame], Iterator[Group]] | None:
+    if source.value_format is not ValueFormat.AVRO:
+        return None
+    from bridge.spark.avro import AvroDecoder
+
+    assert source.registry_url is not None
+    return AvroDecoder(source.registry_url)
+
+
+class FlattenWriter:
+    """The `foreachBatch` function of `cdc-bridge spark flatten`."""
+
+    def __init__(self, source: SourceOptions, smt: SmtOptions, name: str, topic_rule: str | None,
+                 delta_root: str | None, schemas_out: bool, commit_topic: str = DEFAULT_COMMIT_TOPIC) -> None:
+        if topic_rule is None and delta_root is None:
+            raise SparkJobError("--output-topic / --output-delta: give at least one output")
+        self.source, self.smt, self.name = source, smt, name
+        self.topic_rule, self.delta_root, self.schemas_out = topic_rule, delta_root, schemas_out
+        self.decoder = avro_decoder(source)
+        self.sink = (TransactionalKafkaSink({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, name,
+                                            commit_topic) if topic_rule is not None else None)
+        self._partitions: dict[str, int] = {}
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        batch = batch.persist()
+        try:
+            groups = decode(batch, self.source.value_format, self.decoder)
+            outputs = [(group, flatten(group, self.smt, self.schemas_out)) for group in groups]
+            if self.sink is not None and self.topic_rule is not None:
+                self._to_kafka(outputs, batch_id)
+            if self.delta_root is not None:
+                self._to_delta(outputs, batch_id)
+        finally:
+            batch.unpersist()
+
+    def _to_kafka(self, outputs: list[tuple[Group, DataFrame]], batch_id: int) -> None:
+        assert self.sink is not None and self.topic_rule is not None
+        frames: list[DataFrame] = []
+        per_topic: dict[str, int] = {}
+        for group, frame in outputs:
+            target = output_topic(self.topic_rule, group.topic)
+            if target not in self._partitions:
+                self._partitions[target] = self.sink.partitions_of(group.topic)
+            per_topic[group.topic] = per_topic.get(group.topic, 0) + 1
+            frames.append(frame.select(F.lit(target).alias("topic"), "key", "value", "headers",
+                                       F.col("partition").alias("source_partition"), "offset"))
+        if not frames:
+            written = self.sink.write(batch_id, iter(()), self._partitions)
+        else:
+            union = frames[0]
+            for frame in frames[1:]:
+                union = union.unionByName(frame)
+            if any(count > 1 for count in per_topic.values()):
+                union = union.orderBy("topic", "source_partition", "offset")  # keys keep their order
+            written = self.sink.write(batch_id, union.toLocalIterator(), self._partitions)
+        log.info("micro-batch flattened to kafka", batch_id=batch_id, records=written)
+
+    def _to_delta(self, outputs: list[tuple[Group, DataFrame]], batch_id: int) -> None:
+        assert self.delta_root is not None
+        for group, frame in outputs:
+            if group.kind != "envelope":
+                continue
+            keyspace, table = group.keyspace_table
+            rows = frame.select("flat.*", F.col("key").cast("string").alias("__key"),
+                                F.col("value").isNull().alias("__tombstone"),
+                                F.col("topic").alias("__kafka_topic"), F.col("partition").alias("__kafka_partition"),
+                                F.col("offset").alias("__kafka_offset"))
+            (rows.write.format("delta").mode("append").option("mergeSchema", "true")
+             .option("txnAppId", f"{self.name}:{keyspace}.{table}").option("txnVersion", batch_id)
+             .save(f"{self.delta_root.rstrip('/')}/{keyspace}/{table}"))
+
+
+def start(spark: SparkSession, stream: DataFrame, writer: Callable[[DataFrame, int], None], run: RunOptions,
+          name: str) -> Any:
+    query = stream.writeStream.foreachBatch(writer).option("checkpointLocation", run.checkpoint).queryName(name)
+    query = query.trigger(availableNow=True) if run.available_now else query.trigger(
+        processingTime=run.trigger_interval)
+    return query.start()
+
+
+def start_flatten(spark: SparkSession, source: SourceOptions, smt: SmtOptions, run: RunOptions, *,
+                  topic_rule: str | None, delta_root: str | None, schemas_out: bool | None = None,
+                  commit_topic: str = DEFAULT_COMMIT_TOPIC) -> Any:
+    name = run.job_name("flatten")
+    if schemas_out is None:
+        schemas_out = source.value_format is ValueFormat.JSON_SCHEMAS
+    writer = FlattenWriter(source, smt, name, topic_rule, delta_root, schemas_out, commit_topic)
+    return start(spark, read_stream(spark, source), writer, run, name)
+
+
+def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str) -> Any:
+    name = run.job_name("mirror")
+    writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source))
+    return start(spark, read_stream(spark, source), writer, run, name)

@@ -1,0 +1,69 @@
+"""The SparkSession the jobs run in, with the Kafka source and Delta from Maven Central.
+
+Spark resolves `spark.jars.packages` itself (Ivy) and keeps the jars in its Ivy cache, so the
+first start downloads about 200 MB and later starts are offline. The cache is `~/.ivy2` unless
+`CDC_BRIDGE_IVY_DIR` names another folder. On a cluster (`spark-submit`) the session already
+exists and only the SQL settings below are applied; give the packages to `spark-submit
+--packages` (`cdc-bridge spark packages` prints them).
+
+Versions: pyspark 4.2.0 with delta-spark 4.4.0, whose jar is `io.delta:delta-spark_4.2_2.13`
+(Delta names its artifacts after the Spark line since 4.1). delta-spark 4.4.1 exists on PyPI but
+its jar is not on Maven Central, and pyspark 4.3 is outside delta-spark's `pyspark<=4.2.0`.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCALA = "2.13"
+_SQL_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.session.timeZone": "UTC",
+}
+# Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks.
+_LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.driver.memory": "1g",
+}
+
+
+def packages() -> list[str]:
+    """Maven coordinates of the Kafka source and of Delta for the installed pyspark / delta-spark."""
+    spark_version = metadata.version("pyspark")
+    delta_version = metadata.version("delta-spark")
+    spark_line = ".".join(spark_version.split(".")[:2])
+    return [
+        f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{spark_version}",
+        f"io.delta:delta-spark_{spark_line}_{SCALA}:{delta_version}",
+    ]
+
+
+def ivy_dir() -> Path:
+    return Path(os.environ.get("CDC_BRIDGE_IVY_DIR") or Path.home() / ".ivy2")
+
+
+def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-spark",
+                  conf: dict[str, str] | None = None) -> Any:
+    """A local session with the packages (`master`), or the spark-submit one (`master=None`)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+        settings = {**_LOCAL_CONF, "spark.jars.packages": ",".join(packages()), "spark.jars.ivy": str(ivy_dir())}
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+    for key, value in {**_SQL_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
+    return session

@@ -1,0 +1,29 @@
+"""The Spark tier: one local[2] SparkSession for the whole test session (its start, with the
+Kafka and Delta packages from the Ivy cache, takes the longest), plus the emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints
+
+
+@pytest.fixture(scope="session")
+def spark(stack: Endpoints) -> Iterator[Any]:
+    from bridge.spark.session import build_session
+
+    session = build_session("local[2]", app_name="cdc-bridge-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def emulator(stack: Endpoints) -> Iterator[Emulator]:
+    with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
+        yield emu

@@ -1,0 +1,188 @@
+"""Golden tests of the flattening: each operation kind under each delete mode gives exactly the
+output reference/ecosystem.md 2.2 documents for ExtractNewRecordState (+ the Scylla SMT's cell
+unwrapping), read by Spark's Kafka source from envelopes the bridge's own serializers wrote."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from bridge.envelope import EnvelopeSettings, Translator, build_record_serializer
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints
+
+NOW_US = 1_700_000_000_123_456
+MODES: dict[str, dict[str, str]] = {
+    "default": {},
+    "tombstone+fields": {"delete.tombstone.handling.mode": "tombstone", "add.fields": "op,source.ts_ms",
+                         "add.headers": "op"},
+    "drop": {"delete.tombstone.handling.mode": "drop"},
+    "rewrite": {"delete.tombstone.handling.mode": "rewrite", "add.fields": "op,table_name,missing"},
+    "rewrite-with-tombstone": {"delete.tombstone.handling.mode": "rewrite-with-tombstone", "add.headers": "op"},
+    "delete-to-tombstone": {"delete.tombstone.handling.mode": "delete-to-tombstone"},
+    "legacy none, keep tombstones": {"delete.handling.mode": "none", "drop.tombstones": "false"},
+}
+
+
+@dataclass
+class Written:
+    prefix: str
+    ts_ms: list[int]  # source.ts_ms of the c, u, d envelopes
+
+
+@pytest.fixture(scope="module")
+def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
+    """The same four changes written twice, as JSON without and with schemas."""
+    keyspace = f"ks_golden_{uuid.uuid4().hex[:8]}"
+    with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
+        emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                    "'replication_factor': 1}")
+        emu.execute(f"CREATE TABLE {keyspace}.t (pk int, ck int, v int, t text, s set<int>, PRIMARY KEY (pk, ck))"
+                    " WITH cdc = {'enabled': true}")
+        records = emu.execute(f"INSERT INTO {keyspace}.t (pk, ck, v, t) VALUES (1, 1, 5, 'x')")
+        records += emu.execute(f"UPDATE {keyspace}.t SET v = null, t = 'y', s = s + {{3}} WHERE pk = 1 AND ck = 1")
+        records += emu.execute(f"DELETE FROM {keyspace}.t WHERE pk = 1 AND ck = 1")
+        records += emu.execute(f"DELETE FROM {keyspace}.t WHERE pk = 1 AND ck > 3")
+        schema = emu.table(keyspace, "t").schema
+        producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+        found = {}
+        for schemas in ("false", "true"):
+            prefix = f"g{uuid.uuid4().hex[:8]}"
+            settings = EnvelopeSettings.from_properties({
+                "topic.prefix": prefix, "key.converter.schemas.enable": schemas,
+                "value.converter.schemas.enable": schemas, "dropped.changes.topic": f"{prefix}.dropped"})
+            translator = Translator(settings, clock_micros=lambda: NOW_US)
+            serializer = build_record_serializer(settings)
+            ts_ms = []
+            for record in records:
+                for out in translator.translate(record, schema).records:
+                    key, value = serializer.serialize(out)
+                    producer.produce(out.topic, key=key, value=value)
+                    if out.value is not None and "op" in out.value:
+                        ts_ms.append(out.value["source"]["ts_ms"])
+            producer.flush(30)
+            found[schemas] = Written(prefix, ts_ms)
+        try:
+            yield found
+        finally:
+            emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+
+
+def flattened(spark: Any, stack: Endpoints, prefix: str, schemas: bool) -> dict[str, list[tuple[str, Any, Any]]]:
+    """{mode: [(topic kind, value text, headers)]} in topic/offset order, in one Spark job."""
+    from pyspark.sql import functions as F
+
+    from bridge.spark.decode import ValueFormat, decode
+    from bridge.spark.flatten import flatten
+    from bridge.spark.smt_options import SmtOptions
+
+    batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", stack.kafka_bootstrap)
+             .option("subscribePattern", prefix + r"\..*").option("includeHeaders", "true")
+             .option("kafka.isolation.level", "read_committed").load()).persist()
+    groups = decode(batch, ValueFormat.JSON_SCHEMAS if schemas else ValueFormat.JSON)
+    frames = []
+    for mode, properties in MODES.items():
+        options = SmtOptions.from_properties(properties)
+        for group in groups:
+            frames.append(flatten(group, options, schemas).select(F.lit(mode).alias("mode"), "topic", "offset",
+                                                                  "value", "headers"))
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    result: dict[str, list[tuple[str, Any, Any]]] = {mode: [] for mode in MODES}
+    for row in union.orderBy("mode", "topic", "offset").collect():
+        kind = "dropped" if row["topic"].endswith(".dropped") else f"data@{row['offset']}"
+        headers = [(h["key"], bytes(h["value"])) for h in row["headers"] or []]
+        result[row["mode"]].append((kind, row["value"], headers))
+    batch.unpersist()
+    return result
+
+
+def payloads(written: Written) -> dict[str, str]:
+    c_ts, u_ts, d_ts = written.ts_ms
+    row = '"ck":1,"pk":1,"s":{s},"s__elements":{e},"t":{t},"v":{v}'
+    return {
+        "c": row.format(s="null", e="null", t='"x"', v="5"),
+        "u": row.format(s="null", e='{"added":[3],"removed":null}', t='"y"', v="null"),
+        "d": row.format(s="null", e="null", t="null", v="null"),
+        "c_ts": str(c_ts), "u_ts": str(u_ts), "d_ts": str(d_ts),
+    }
+
+
+def test_every_operation_under_every_delete_mode_schemaless(spark: Any, stack: Endpoints,
+                                                           written: dict[str, Written]) -> None:
+    """JSON without schemas: values exactly as JsonConverter writes the SMT's output."""
+    w = written["false"]
+    p = payloads(w)
+    out = flattened(spark, stack, w.prefix, schemas=False)
+    dropped = [v for kind, v, _ in out["default"] if kind == "dropped"]
+    assert len(dropped) == 1 and orjson.loads(dropped[0])["kind"] == "range_delete"  # not an envelope: unchanged
+
+    def data(mode: str) -> list[tuple[str, Any, Any]]:
+        return [entry for entry in out[mode] if entry[0] != "dropped"]
+
+    plain_c, plain_u = "{" + p["c"] + "}", "{" + p["u"] + "}"
+    assert data("default") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", "null", [])]
+    assert data("tombstone+fields") == [
+        ("data@0", "{" + p["c"] + f',"__op":"c","__source_ts_ms":{p["c_ts"]}' + "}", [("__op", b"c")]),
+        ("data@1", "{" + p["u"] + f',"__op":"u","__source_ts_ms":{p["u_ts"]}' + "}", [("__op", b"u")]),
+        ("data@2", "null", [("__op", b"d")]),
+    ]
+    assert data("drop") == [("data@0", plain_c, []), ("data@1", plain_u, [])]
+    assert data("rewrite") == [
+        ("data@0", "{" + p["c"] + ',"__deleted":"false","__op":"c","__table_name":"t"}', []),
+        ("data@1", "{" + p["u"] + ',"__deleted":"false","__op":"u","__table_name":"t"}', []),
+        ("data@2", "{" + p["d"] + ',"__deleted":"true","__op":"d","__table_name":"t"}', []),
+    ]
+    assert data("rewrite-with-tombstone") == [
+        ("data@0", "{" + p["c"] + ',"__deleted":"false"}', [("__op", b"c")]),
+        ("data@1", "{" + p["u"] + ',"__deleted":"false"}', [("__op", b"u")]),
+        ("data@2", "{" + p["d"] + ',"__deleted":"true"}', [("__op", b"d")]),
+        ("data@3", None, [("__op", b"d")]),  # Debezium's tombstone kept, with only the op header
+    ]
+    assert data("delete-to-tombstone") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", None, [])]
+    assert data("legacy none, keep tombstones") == [
+        ("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", "null", []), ("data@3", None, []),
+    ]
+
+
+def test_schemas_on_carry_the_flattened_connect_schema(spark: Any, stack: Endpoints,
+                                                      written: dict[str, Written]) -> None:
+    """JSON with schemas: the value schema is after's basics (optional false), cells replaced by
+    their optional inner schema, then `__deleted` and the added fields; a tombstone-mode delete
+    carries after's own schema with a null payload."""
+    w = written["true"]
+    p = payloads(w)
+    out = flattened(spark, stack, w.prefix, schemas=True)
+    name = f"{w.prefix}.{'%s'}.t"
+    keyspace = next(orjson.loads(v)["payload"]["source"]["db"] for k, v, _ in out["default"] if k == "dropped")
+    base = name % keyspace
+    elements = ('{"type":"struct","fields":[{"type":"array","items":{"type":"int32","optional":true},"optional":true,'
+                '"field":"added"},{"type":"array","items":{"type":"int32","optional":true},"optional":true,'
+                f'"field":"removed"}}],"optional":true,"name":"{base}.s.Elements","field":"s__elements"}}')
+    flat_fields = ('{"type":"int32","optional":true,"field":"ck"},{"type":"int32","optional":true,"field":"pk"},'
+                   '{"type":"array","items":{"type":"int32","optional":true},"optional":true,"field":"s"},'
+                   + elements + ',{"type":"string","optional":true,"field":"t"},'
+                   '{"type":"int32","optional":true,"field":"v"}')
+    rewrite_schema = ('{"schema":{"type":"struct","fields":[' + flat_fields + ',{"type":"string","optional":true,'
+                      '"field":"__deleted"},{"type":"string","optional":true,"field":"__op"},'
+                      '{"type":"string","optional":true,"field":"__table_name"}],"optional":false,"name":"')
+    values = {kind: v for kind, v, _ in out["rewrite"]}
+    assert values["data@0"] == (rewrite_schema + base + '.After"},"payload":{' + p["c"]
+                                + ',"__deleted":"false","__op":"c","__table_name":"t"}}')
+    assert values["data@2"] == (rewrite_schema + base + '.Before"},"payload":{' + p["d"]
+                                + ',"__deleted":"true","__op":"d","__table_name":"t"}}')
+    default = {kind: v for kind, v, _ in out["default"]}
+    assert default["data@0"] == ('{"schema":{"type":"struct","fields":[' + flat_fields + '],"optional":false,'
+                                 f'"name":"{base}.After"' + '},"payload":{' + p["c"] + "}}")
+    tombstone = orjson.loads(default["data@2"])
+    assert tombstone["payload"] is None
+    assert tombstone["schema"]["name"] == f"{base}.After" and tombstone["schema"]["optional"] is True
+    assert [f["field"] for f in tombstone["schema"]["fields"]] == ["ck", "pk", "s", "s__elements", "t", "v"]
+    assert tombstone["schema"]["fields"][5]["name"] == f"{base}.v.Cell"  # cells still wrapped: not flattened
