@@ -20,6 +20,7 @@ import javaproperties
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from bridge.envelope.errors import SettingsError
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
@@ -328,6 +329,12 @@ def build_config(properties: Mapping[str, str]) -> BridgeConfig:
     except ValueError as error:
         key = "scylla.table.names" if "keyspace.table" in str(error) else "scylla.cluster.ip.addresses"
         raise ConfigError(key, str(error)) from None
+    try:  # the layers' own checks (settings that only make sense together); their errors start with the key
+        config.envelope_settings()
+        config.reader_settings()
+    except (SettingsError, ValueError) as error:
+        key, _, reason = str(error).partition(": ")
+        raise ConfigError(key, reason) from None
     return config
 
 

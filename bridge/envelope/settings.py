@@ -1,5 +1,6 @@
 """Settings of the translator and serializers. Field names follow the Java connector's property
-names (dots become underscores) so the global config loader can map them one to one.
+names (dots become underscores); `bridge.config.BridgeConfig.envelope_settings()` fills them from
+the one settings model, which reads files and the environment.
 
 - `topic.prefix` (required): topic prefix, schema-name prefix and `source.name`.
 - `experimental.preimages.enabled` (false): fill `before` from the record's pre-image row
@@ -24,12 +25,11 @@ names (dots become underscores) so the global config loader can map them one to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from bridge.envelope.errors import SettingsError
-from bridge.envelope.names import NameAdjustment, name_adjustment
+from bridge.envelope.names import NameAdjustment
 
 
 class ConverterKind(Enum):
@@ -78,40 +78,3 @@ class EnvelopeSettings:
             url = getattr(self, f"{side}_converter_schema_registry_url")
             if kind is ConverterKind.AVRO and not url:
                 raise SettingsError(f"{side}.converter.schema.registry.url: required when {side}.converter is avro")
-
-    @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> EnvelopeSettings:
-        """Read the properties above (string values, as in a `.properties` file); other keys are
-        ignored here because they belong to other parts of the bridge."""
-        values: dict[str, object] = {}
-        for field_name in cls.__dataclass_fields__:
-            key = _property_name(field_name)
-            if key in properties:
-                values[field_name] = _parse(field_name, key, properties[key])
-        if "topic_prefix" not in values:
-            raise SettingsError("topic.prefix: required, missing")
-        return cls(**values)  # type: ignore[arg-type]
-
-
-def _property_name(field_name: str) -> str:
-    return field_name.replace("_", ".")
-
-
-def _parse(field_name: str, key: str, raw: str) -> object:
-    text = raw.strip()
-    default = EnvelopeSettings.__dataclass_fields__[field_name].default
-    if isinstance(default, bool):
-        if text.lower() not in ("true", "false"):
-            raise SettingsError(f"{key}: expected true or false, got {raw!r}")
-        return text.lower() == "true"
-    if field_name.endswith("_adjustment_mode"):
-        try:
-            return name_adjustment(text)
-        except ValueError as error:
-            raise SettingsError(f"{key}: {error}") from None
-    if field_name.endswith("_converter"):
-        try:
-            return converter_kind(text)
-        except ValueError as error:
-            raise SettingsError(f"{key}: {error}") from None
-    return text or None

@@ -1,10 +1,10 @@
 """Settings of the CDC source (the read side), named after the Java connector's properties.
 
-The lead's config loader fills a `ReaderSettings` from `scylla.*` keys; every field says which
-property it mirrors. Defaults differ from the Java connector where ours can do better: the
-connector reads 30 s windows behind a 30 s confidence window (30-60 s latency); we read up to
-`now - confidence` as soon as a short poll interval has passed, so latency is the confidence
-window plus well under a second.
+`bridge.config.BridgeConfig.reader_settings()` fills a `ReaderSettings` from the `scylla.*`
+keys; every field says which property it mirrors, and errors name that property. Defaults
+differ from the Java connector where ours can do better: the connector reads 30 s windows
+behind a 30 s confidence window (30-60 s latency); we read up to `now - confidence` as soon as a
+short poll interval has passed, so latency is the confidence window plus well under a second.
 """
 
 from __future__ import annotations
@@ -77,17 +77,36 @@ class ReaderSettings:
             "minimal_wait_for_window_time_ms", "initial_lookback_ms",
         ):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+                raise ValueError(f"{setting_key(name)}: must be >= 0, got {getattr(self, name)}")
         for name in (
             "max_inflight_queries", "poll_interval_ms", "metadata_poll_interval_ms", "page_size",
             "max_buffered_rows", "request_timeout_ms", "backoff_base_ms", "backoff_max_ms",
             "min_window_size_ms", "max_window_size_ms", "target_rows_per_window",
         ):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+                raise ValueError(f"{setting_key(name)}: must be > 0, got {getattr(self, name)}")
         if self.consistency_level.upper() not in CONSISTENCY_LEVELS:
             raise ValueError(
-                f"consistency_level {self.consistency_level!r} is not one of {sorted(CONSISTENCY_LEVELS)}"
+                f"{setting_key('consistency_level')}: {self.consistency_level!r} is not one of"
+                f" {', '.join(sorted(CONSISTENCY_LEVELS))}"
             )
         if self.min_window_size_ms > self.max_window_size_ms:
-            raise ValueError("min_window_size_ms must not exceed max_window_size_ms")
+            raise ValueError("min_window_size_ms: must not exceed max_window_size_ms")
+
+
+# The property each user-settable field mirrors (design.md 2.1); the others are the bridge's own
+# tuning knobs, set in code, and go by their field names.
+_PROPERTY_KEYS = {
+    "confidence_window_size_ms": "scylla.confidence.window.size",
+    "query_time_window_size_ms": "scylla.query.time.window.size",
+    "minimal_wait_for_window_time_ms": "scylla.minimal.wait.for.window.time",
+    "consistency_level": "scylla.consistency.level",
+    "initial_lookback_ms": "scylla.initial.lookback.ms",
+    "vnodes_metadata_keyspace": "scylla.cdc.metadata.vnodes.keyspace",
+    "tablets_metadata_keyspace": "scylla.cdc.metadata.tablets.keyspace",
+}
+
+
+def setting_key(field_name: str) -> str:
+    """What an error about `field_name` calls it: its property key, else the field name."""
+    return _PROPERTY_KEYS.get(field_name, field_name)

@@ -3,7 +3,8 @@
 Defaults (and their environment overrides):
 
 - `contact_points` ``("127.0.0.1",)`` (`CDC_BRIDGE_SIM_CONTACT_POINTS`, comma separated) and
-  `port` 9042 (`CDC_BRIDGE_SIM_PORT`): the Cassandra the emulator writes to.
+  `port` 9042 plus the local stack's `CDC_BRIDGE_STACK_PORT_OFFSET` (`CDC_BRIDGE_SIM_PORT`): the
+  Cassandra the emulator writes to.
 - `vnodes_keyspace` ``sim_system_distributed``
   (`CDC_BRIDGE_SCYLLA_CDC_METADATA_VNODES_KEYSPACE`, the same variable the bridge reads, so one
   environment points both at the same tables): holds `cdc_generation_timestamps` and
@@ -28,10 +29,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
+
+from pydantic import TypeAdapter, ValidationError
 
 from bridge.sim.errors import ConfigurationError
 
+DEFAULT_PORT = 9042
 ENV_PREFIX = "CDC_BRIDGE_SIM_"
 ENV_VNODES_KEYSPACE = "CDC_BRIDGE_SCYLLA_CDC_METADATA_VNODES_KEYSPACE"
 ENV_TABLETS_KEYSPACE = "CDC_BRIDGE_SCYLLA_CDC_METADATA_TABLETS_KEYSPACE"
@@ -40,7 +44,7 @@ ENV_TABLETS_KEYSPACE = "CDC_BRIDGE_SCYLLA_CDC_METADATA_TABLETS_KEYSPACE"
 @dataclass(frozen=True, slots=True)
 class SimSettings:
     contact_points: tuple[str, ...] = ("127.0.0.1",)
-    port: int = 9042
+    port: int = DEFAULT_PORT
     vnodes_keyspace: str = "sim_system_distributed"
     tablets_keyspace: str = "sim_system"
     nodes: int = 1
@@ -68,27 +72,51 @@ class SimSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> SimSettings:
-        """Defaults, then environment variables, then explicit `overrides` (None values ignored)."""
+        """Defaults, then environment variables, then explicit `overrides` (None values ignored).
+        The default port follows the local stack's `CDC_BRIDGE_STACK_PORT_OFFSET`, as every
+        other command's does. A bad value raises ConfigurationError naming the variable."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
-        for f in fields(cls):
-            key = {"vnodes_keyspace": ENV_VNODES_KEYSPACE, "tablets_keyspace": ENV_TABLETS_KEYSPACE}.get(
-                f.name, ENV_PREFIX + f.name.upper()
-            )
-            if key in env:
-                values[f.name] = _convert(f.name, env[key], str(f.type))
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return replace(cls(), **values)  # type: ignore[arg-type]  # converted per field above
+        sources: dict[str, str] = {}  # field -> the variable it was read from
+        offset = env.get(ENV_PORT_OFFSET, "").strip()
+        if offset:
+            values["port"], sources["port"] = _offset_port(offset), ENV_PORT_OFFSET
+        for name, variable in _ENV_NAMES.items():
+            if variable in env:
+                text = env[variable]
+                values[name] = [p.strip() for p in text.split(",") if p.strip()] if name == "contact_points" else text
+                sources[name] = variable
+        for name, value in overrides.items():
+            if value is not None:
+                values[name] = value
+                sources.pop(name, None)
+        try:
+            return _ADAPTER.validate_python(values)
+        except ValidationError as error:
+            first = error.errors()[0]
+            name = str(first["loc"][0]) if first["loc"] else "settings"
+            raise ConfigurationError(f"{sources.get(name, name)}: {first['msg'].lower()}") from None
+        except ConfigurationError as error:
+            name, _, reason = str(error).partition(": ")
+            raise ConfigurationError(f"{sources.get(name, name)}: {reason}") from None
 
 
-def _convert(name: str, text: str, type_name: str) -> object:
+ENV_PORT_OFFSET = "CDC_BRIDGE_STACK_PORT_OFFSET"
+# The variable of each field: CDC_BRIDGE_SIM_<FIELD>, except the metadata keyspaces, which use the
+# bridge's own variables so that one environment points both at the same tables.
+_ENV_NAMES = {
+    f.name: {"vnodes_keyspace": ENV_VNODES_KEYSPACE, "tablets_keyspace": ENV_TABLETS_KEYSPACE}.get(
+        f.name, ENV_PREFIX + f.name.upper()
+    )
+    for f in fields(SimSettings)
+}
+# pydantic converts the environment's text to each field's type (lax mode: "3" -> 3) and runs
+# __post_init__, so the field types are the one description of what a setting accepts.
+_ADAPTER = TypeAdapter(SimSettings)
+
+
+def _offset_port(offset: str) -> int:
     try:
-        if type_name.startswith("tuple"):
-            return tuple(part.strip() for part in text.split(",") if part.strip())
-        if type_name == "int":
-            return int(text)
-        if type_name == "float":
-            return float(text)
+        return DEFAULT_PORT + int(offset)
     except ValueError:
-        raise ConfigurationError(f"{name}: {text!r} is not a valid {type_name}") from None
-    return text
+        raise ConfigurationError(f"{ENV_PORT_OFFSET}: {offset!r} is not a whole number") from None

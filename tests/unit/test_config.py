@@ -8,6 +8,8 @@ import pytest
 
 from bridge.config import ConfigError, build_config, load_config, parse_sets
 from bridge.config_cli import render_reference
+from bridge.envelope.names import NameAdjustment
+from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 
 BASE = {
     "name": "c1",
@@ -41,6 +43,9 @@ def with_(**changes: str | None) -> dict[str, str]:
         (with_(**{"scylla.table.names": "just_a_table"}), "scylla.table.names: 'just_a_table' is not keyspace.table"),
         (with_(**{"scylla.cluster.ip.addresses": "h:port"}), "scylla.cluster.ip.addresses: 'h:port' is not host:port"),
         (with_(**{"kafka.bootstrap.servers": None}), "kafka.bootstrap.servers: required, missing"),
+        (with_(**{"tombstones.on.delete": "maybe"}), "tombstones.on.delete: input should be a valid boolean"),
+        (with_(**{"key.converter": "avro"}), "key.converter.schema.registry.url: required when key.converter is avro"),
+        (with_(**{"field.name.adjustment.mode": "x"}), "field.name.adjustment.mode: unknown adjustment mode 'x'"),
     ],
 )
 def test_each_bad_setting_is_one_line_naming_its_key(props: dict[str, str], message: str) -> None:
@@ -48,6 +53,36 @@ def test_each_bad_setting_is_one_line_naming_its_key(props: dict[str, str], mess
         build_config(props)
     assert str(error.value).startswith(message)
     assert "\n" not in str(error.value)
+
+
+def test_envelope_settings_come_from_the_connector_property_names() -> None:
+    config = build_config(with_(**{
+        "experimental.preimages.enabled": "true",
+        "experimental.postimages.enabled": "TRUE",
+        "tombstones.on.delete": "false",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": "http://registry:8080/apis/ccompat/v7",
+        "dropped.changes.topic": "orders.dropped",
+        "schema.name.adjustment.mode": "AVRO_UNICODE",
+        "field.name.adjustment.mode": "none",
+    }))
+    assert config.envelope_settings() == EnvelopeSettings(
+        topic_prefix="p",
+        experimental_preimages_enabled=True,
+        experimental_postimages_enabled=True,
+        tombstones_on_delete=False,
+        key_converter=ConverterKind.JSON,
+        value_converter=ConverterKind.AVRO,
+        key_converter_schemas_enable=False,
+        value_converter_schemas_enable=True,
+        value_converter_schema_registry_url="http://registry:8080/apis/ccompat/v7",
+        dropped_changes_topic="orders.dropped",
+        schema_name_adjustment_mode=NameAdjustment.AVRO_UNICODE,
+        field_name_adjustment_mode=NameAdjustment.NONE,
+    )
+    assert build_config(BASE).envelope_settings().field_name_adjustment_mode is NameAdjustment.AVRO
 
 
 def test_derived_settings() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bridge.envelope.avro_schema import avro_schema
 from bridge.envelope.avro_serializer import AvroSerializer
-from bridge.envelope.errors import SerializationError, SettingsError
+from bridge.envelope.errors import SerializationError
 from bridge.envelope.names import (
     NameAdjustment,
     SchemaNames,
@@ -117,16 +117,6 @@ def test_two_fields_with_one_avro_name_are_refused_with_both_names() -> None:
     with pytest.raises(SerializationError, match=r"fields 'a-b' and 'a_b' of p\.ks\.t\.Before both get the Avro name"):
         avro_schema(plan.value_schema)
     assert [f["name"] for f in avro_schema(plan.after_schema, UNICODE)[1]["fields"]] == ["a_u002db", "a_u005fb", "pk"]
-
-
-def test_modes_are_read_from_the_properties() -> None:
-    settings = EnvelopeSettings.from_properties(
-        {"topic.prefix": "p", "schema.name.adjustment.mode": "AVRO_UNICODE", "field.name.adjustment.mode": "none"}
-    )
-    assert (settings.schema_name_adjustment_mode, settings.field_name_adjustment_mode) == (UNICODE, NONE)
-    assert EnvelopeSettings("p").field_name_adjustment_mode is AVRO
-    with pytest.raises(SettingsError, match=r"^field\.name\.adjustment\.mode: unknown adjustment mode 'x'"):
-        EnvelopeSettings.from_properties({"topic.prefix": "p", "field.name.adjustment.mode": "x"})
 
 
 def _avro_settings(**extra: object) -> EnvelopeSettings:

@@ -1,4 +1,4 @@
-"""Settings from properties (names as the Java connector's), serializer choice, plan caching."""
+"""Envelope settings, serializer choice, plan caching."""
 
 from __future__ import annotations
 
@@ -15,56 +15,11 @@ from bridge.testing import InProcessRegistry
 from tests.unit.envelope.support import make_table, record, row
 
 
-def test_from_properties_reads_the_connector_property_names() -> None:
-    settings = EnvelopeSettings.from_properties(
-        {
-            "topic.prefix": "orders",
-            "experimental.preimages.enabled": "true",
-            "experimental.postimages.enabled": "TRUE",
-            "tombstones.on.delete": "false",
-            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "key.converter.schemas.enable": "false",
-            "value.converter": "io.confluent.connect.avro.AvroConverter",
-            "value.converter.schema.registry.url": "http://registry:8080/apis/ccompat/v7",
-            "dropped.changes.topic": "orders.dropped",
-            "scylla.table.names": "ks.t",  # someone else's key: ignored here
-        }
-    )
-    assert settings == EnvelopeSettings(
-        topic_prefix="orders",
-        experimental_preimages_enabled=True,
-        experimental_postimages_enabled=True,
-        tombstones_on_delete=False,
-        key_converter=ConverterKind.JSON,
-        value_converter=ConverterKind.AVRO,
-        key_converter_schemas_enable=False,
-        value_converter_schemas_enable=True,
-        value_converter_schema_registry_url="http://registry:8080/apis/ccompat/v7",
-        dropped_changes_topic="orders.dropped",
-    )
-
-
-@pytest.mark.parametrize(
-    ("properties", "message"),
-    [
-        ({}, "topic.prefix: required, missing"),
-        ({"topic.prefix": ""}, "topic.prefix: required, must not be empty"),
-        (
-            {"topic.prefix": "p", "tombstones.on.delete": "yes"},
-            "tombstones.on.delete: expected true or false, got 'yes'",
-        ),
-        ({"topic.prefix": "p", "value.converter": "protobuf"}, "value.converter: unknown converter 'protobuf'"),
-        (
-            {"topic.prefix": "p", "key.converter": "avro"},
-            "key.converter.schema.registry.url: required when key.converter is avro",
-        ),
-    ],
-)
-def test_bad_settings_give_one_line_naming_the_property(properties: dict[str, str], message: str) -> None:
-    with pytest.raises(SettingsError) as raised:
-        EnvelopeSettings.from_properties(properties)
-    assert str(raised.value).startswith(message)
-    assert "\n" not in str(raised.value)
+def test_settings_check_what_only_makes_sense_together() -> None:
+    with pytest.raises(SettingsError, match=r"^topic\.prefix: required, must not be empty$"):
+        EnvelopeSettings("")
+    with pytest.raises(SettingsError, match=r"^key\.converter\.schema\.registry\.url: required when key"):
+        EnvelopeSettings("p", key_converter=ConverterKind.AVRO)
 
 
 def test_serializers_follow_the_converter_settings() -> None:

@@ -116,7 +116,10 @@ def test_planner_respects_minimal_wait_and_metadata_horizon() -> None:
 
 
 def test_settings_reject_bad_values_by_name() -> None:
-    with pytest.raises(ValueError, match="consistency_level"):
+    """Errors name the property a field mirrors (the bridge's own knobs go by field name)."""
+    with pytest.raises(ValueError, match=r"^scylla\.consistency\.level: 'MOST' is not one of ALL, EACH_QUORUM"):
         ReaderSettings(consistency_level="MOST")
-    with pytest.raises(ValueError, match="page_size"):
+    with pytest.raises(ValueError, match=r"^scylla\.confidence\.window\.size: must be >= 0, got -1$"):
+        ReaderSettings(confidence_window_size_ms=-1)
+    with pytest.raises(ValueError, match=r"^page_size: must be > 0, got 0$"):
         ReaderSettings(page_size=0)
