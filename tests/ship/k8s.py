@@ -6,6 +6,7 @@ them (made strict the same way)."""
 from __future__ import annotations
 
 import copy
+import functools
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
+@functools.cache
 def _crd_schema(api_version: str, kind: str) -> dict[str, Any]:
     module, path = _CRD_FILES[(api_version, kind)]
     crd = yaml.safe_load((go_module(module) / path).read_text())
