@@ -34,12 +34,13 @@ from typing import Any
 import fastavro
 
 from bridge.envelope.avro_schema import avro_schema
-from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry, registry_client
+from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry
 from bridge.envelope.connect_schema import ConnectSchema
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.plan import TablePlan, build_plan
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translate import translate
+from bridge.registry import registry_client
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.schema import Column, ColumnKind, TableSchema, scalar

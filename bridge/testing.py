@@ -15,9 +15,9 @@ class InProcessRegistry:
         self.ids: dict[str, int] = {}
         self.subjects: dict[str, list[int]] = {}
 
-    def register_schema(self, subject_name: str, schema: Any, normalize_schemas: bool = False) -> int:
-        schema_id = self.ids.setdefault(schema.schema_str, len(self.ids) + 1)
-        versions = self.subjects.setdefault(subject_name, [])
+    def register_avro(self, subject: str, schema_text: str) -> int:
+        schema_id = self.ids.setdefault(schema_text, len(self.ids) + 1)
+        versions = self.subjects.setdefault(subject, [])
         if schema_id not in versions:
             versions.append(schema_id)
         return schema_id

@@ -33,6 +33,7 @@ from bridge.kafka.slots import SlotMembership
 from bridge.kafka.transactions import TransactionalProducer
 from bridge.observability.telemetry import WorkerTelemetry
 from bridge.ownership import GroupBook
+from bridge.registry import registry_client
 from bridge.scylla.errors import SchemaError
 from bridge.scylla.events import (
     GroupDiscovered,
@@ -75,7 +76,7 @@ class Worker:
         self._book = GroupBook(config.name, config.slots_count)
         self._schemas = TableSchemas(session)
         envelope_settings = config.envelope_settings()
-        self._serializer: RecordSerializer = build_record_serializer(envelope_settings)
+        self._serializer: RecordSerializer = build_record_serializer(envelope_settings, registry_client)
         # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
         self._translator = Translator(envelope_settings, on_new_plan=self._serializer.prepare)
         self._pending: dict[GroupId, Position] = {}

@@ -1,10 +1,10 @@
 """Avro in the Confluent framing (magic byte 0, 4-byte big-endian schema id, Avro binary) against
 a Confluent-compatible schema registry (subjects `<topic>-key` / `<topic>-value`).
 
-This is the only module of `bridge.envelope` that does I/O: `register` registers a schema once
-per subject (a table altered with a new column gives a new schema, hence a new registered
-version), checks it with fastavro's schema parser and compiles its encoder (`avro_encoder`, the
-same bytes as fastavro's writer, about twice as fast on envelopes). `serialize` only encodes:
+`register` registers a schema once per subject through the `SchemaRegistry` it is given (a
+table altered with a new column gives a new schema, hence a new registered version), checks it
+with fastavro's schema parser and compiles its encoder (`avro_encoder`, the same bytes as
+fastavro's writer, about twice as fast on envelopes). `serialize` only encodes:
 it never calls the registry, so no HTTP request waits inside a Kafka transaction. Schemas are
 registered when a plan is built (`RecordSerializer.prepare`, called by the `Translator`); a
 schema that was not is refused.
@@ -12,10 +12,8 @@ schema that was not is refused.
 
 from __future__ import annotations
 
-import importlib
 import json
 import struct
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,9 +31,12 @@ MAGIC_BYTE = 0
 
 
 class SchemaRegistry(Protocol):
-    """What is needed of `confluent_kafka.schema_registry.SchemaRegistryClient`."""
+    """What the serializer needs of a registry: register an Avro schema text under a subject and
+    get its id. `bridge.registry.registry_client` is the real one (confluent-kafka's client, kept
+    out of this package, which does no I/O of its own), `bridge.testing.InProcessRegistry` the
+    in-memory twin."""
 
-    def register_schema(self, subject_name: str, schema: Any, normalize_schemas: bool = False) -> int: ...
+    def register_avro(self, subject: str, schema_text: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class AvroSerializer:
         except Exception as error:  # fastavro raises several exception types for bad schemas
             raise SerializationError(f"schema {schema.name} is not valid Avro: {error}") from error
         try:
-            schema_id = self.registry.register_schema(topic + self.suffix, registry_schema(json.dumps(definition)))
+            schema_id = self.registry.register_avro(topic + self.suffix, json.dumps(definition))
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
         compiled = _Compiled(schema, compile_unchecked(schema), _HEADER.pack(MAGIC_BYTE, schema_id))
@@ -116,26 +117,3 @@ class AvroSerializer:
         except ENCODING_ERRORS as error:
             raise SerializationError(f"topic {topic}: {unfit(schema, error)}") from error
         return bytes(out)
-
-
-def _registry_module() -> Any:
-    """confluent_kafka.schema_registry, imported without the deprecation warning that authlib
-    (which it imports) raises about its own httpx integration."""
-    with warnings.catch_warnings():
-        importlib.import_module("authlib.deprecate")  # installs an "always" filter; ours goes in front
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import confluent_kafka.schema_registry as module
-    return module
-
-
-def registry_schema(text: str) -> Any:
-    """An Avro schema text wrapped for the registry client."""
-    return _registry_module().Schema(text, "AVRO")
-
-
-def registry_client(url: str, **config: Any) -> SchemaRegistry:
-    """A confluent-kafka registry client for a Confluent-compatible API (Apicurio's
-    `/apis/ccompat/v7` works); `config` takes the client's other settings (for example
-    `basic.auth.user.info`, `max.retries`)."""
-    client: SchemaRegistry = _registry_module().SchemaRegistryClient({"url": url, **config})
-    return client

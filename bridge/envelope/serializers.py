@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry, registry_client
+from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry
 from bridge.envelope.connect_schema import ConnectSchema
+from bridge.envelope.errors import SettingsError
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import KafkaRecord
@@ -46,14 +47,18 @@ class RecordSerializer:
 
 
 def build_record_serializer(
-    settings: EnvelopeSettings, registry_factory: Callable[[str], SchemaRegistry] = registry_client
+    settings: EnvelopeSettings, registry_factory: Callable[[str], SchemaRegistry] | None = None
 ) -> RecordSerializer:
+    """The serializers the settings choose; an Avro side gets a registry from `registry_factory`
+    (one per URL; `bridge.registry.registry_client` for a real one)."""
     registries: dict[str, SchemaRegistry] = {}
 
     def side(kind: ConverterKind, schemas_enable: bool, url: str | None, is_key: bool) -> Serializer:
         if kind is ConverterKind.JSON:
             return JsonSerializer(schemas_enable)
         assert url is not None  # EnvelopeSettings checks it
+        if registry_factory is None:
+            raise SettingsError(f"{'key' if is_key else 'value'}.converter: avro needs a schema registry client")
         if url not in registries:
             registries[url] = registry_factory(url)
         return AvroSerializer(

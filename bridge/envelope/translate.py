@@ -35,7 +35,7 @@ from bridge.envelope.plan import TablePlan
 from bridge.envelope.records import DropReason, KafkaRecord, Translation
 from bridge.scylla.cdc_time import UUID_EPOCH_OFFSET
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
-from bridge.scylla.records import pair_images
+from bridge.scylla.pairing import pair_images
 
 
 def write_micros(time: uuid.UUID) -> int:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.model import ChangeRecord
+from bridge.scylla.pairing import RowChange
 from bridge.scylla.positions import Position
-from bridge.scylla.records import RowChange
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,8 +47,9 @@ from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.limiter import InflightLimiter
 from bridge.scylla.metadata import MetadataQueries
 from bridge.scylla.output import OutputBuffer
+from bridge.scylla.pairing import pair_images
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
-from bridge.scylla.records import RowDecoder, pair_images
+from bridge.scylla.records import RowDecoder
 from bridge.scylla.schema import quote_identifier
 from bridge.scylla.settings import ReaderSettings
 

@@ -3,14 +3,12 @@
 Pure code. The assembler holds the rows of the record it has not seen the end of, so a record
 split over two pages is handed on whole once the next page (or the end of the stream's query)
 arrives. `cdc$end_of_batch` is checked: a record must end with it, and only its last row may
-carry it. Pre/post-image rows are paired with their delta rows by primary key.
+carry it. Pre/post-image rows are paired with their delta rows by `bridge.scylla.pairing`.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bridge.scylla import log_schema as cols
@@ -18,7 +16,6 @@ from bridge.scylla.cdc_time import micros_of, timeuuid_sort_key
 from bridge.scylla.errors import MalformedLogError
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.stream_id import StreamId
-from bridge.scylla.values import canonical
 
 _META = (cols.STREAM_ID, cols.TIME, cols.BATCH_SEQ_NO, cols.OPERATION, cols.TTL, cols.END_OF_BATCH)
 
@@ -106,54 +103,3 @@ class RecordAssembler:
             raise MalformedLogError(f"rows of two streams in one stream read: {_where(self._table, row)}")
         if key <= before:
             raise MalformedLogError(f"log rows out of order: {_where(self._table, row)}")
-
-
-@dataclass(frozen=True, slots=True)
-class RowChange:
-    """The rows of one record about one primary key: its delta rows in order, and the pre- and
-    post-image rows written for it (None when the table has no such images or the operation
-    gets none). `deltas` is empty only for an image with no delta row of the same key, which
-    the format does not produce; it is kept rather than dropped."""
-
-    key: tuple[Any, ...]
-    deltas: tuple[LogRow, ...]
-    pre_image: LogRow | None
-    post_image: LogRow | None
-
-
-_PLAIN = frozenset({int, str, bytes, float, bool, uuid.UUID, type(None)})
-
-
-def _key_of(row: LogRow, key_columns: Sequence[str]) -> tuple[Any, ...]:
-    values = row.values
-    return tuple(v if v.__class__ in _PLAIN else canonical(v) for v in map(values.get, key_columns))
-
-
-_IMAGES = frozenset({Operation.PRE_IMAGE, Operation.POST_IMAGE})
-
-
-def pair_images(record: ChangeRecord, key_columns: Sequence[str]) -> tuple[RowChange, ...]:
-    """Pair the record's image rows with its delta rows by primary key (the values of
-    `key_columns` in their canonical form, `bridge.scylla.values`; the static row's clustering
-    columns are null), in the order the keys first appear. The one pairing rule: the translator
-    pairs with it too."""
-    if len(record.rows) == 1 and record.rows[0].operation not in _IMAGES:  # most records: one delta row
-        row = record.rows[0]
-        return (RowChange(_key_of(row, key_columns), (row,), None, None),)
-    deltas: dict[tuple[Any, ...], list[LogRow]] = {}
-    pre: dict[tuple[Any, ...], LogRow] = {}
-    post: dict[tuple[Any, ...], LogRow] = {}
-    order: list[tuple[Any, ...]] = []
-    for row in record.rows:
-        key = _key_of(row, key_columns)
-        if key not in deltas:
-            deltas[key] = []
-            order.append(key)
-        if row.operation is Operation.PRE_IMAGE:
-            pre[key] = row
-        elif row.operation is Operation.POST_IMAGE:
-            post[key] = row
-        else:
-            deltas[key].append(row)
-    return tuple(RowChange(k, tuple(deltas[k]), pre.get(k), post.get(k)) for k in order)
-

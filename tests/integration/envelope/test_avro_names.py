@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from cassandra.util import SortedSet
 
-from bridge.envelope.avro_serializer import registry_client
 from bridge.envelope.errors import SerializationError
 from bridge.envelope.names import NameAdjustment
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
+from bridge.registry import registry_client
 from bridge.scylla.model import Operation
 from bridge.scylla.schema import TableSchema
 from bridge.scylla.table_schema import load_table_schema
@@ -56,7 +56,7 @@ def _settings(registry_url: str, mode: NameAdjustment) -> EnvelopeSettings:
 
 
 def _decoder(url: str) -> Callable[[bytes, str, bool], Any]:
-    client = registry_client(url)  # imports the registry package without authlib's warning
+    client = registry_client(url).client  # imports the registry package without authlib's warning
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -73,10 +73,10 @@ def test_awkward_cql_names_are_registered_and_decode(
     awkward_table: TableSchema, schema_registry_url: str, mode: NameAdjustment
 ) -> None:
     settings = _settings(schema_registry_url, mode)
-    serializer = build_record_serializer(settings)
+    serializer = build_record_serializer(settings, registry_client)
     translator = Translator(settings, on_new_plan=serializer.prepare)
     plan = translator.plan(awkward_table)  # registers key, envelope and side-topic schemas, or raises
-    client = registry_client(schema_registry_url)
+    client = registry_client(schema_registry_url).client
     for subject in (f"{plan.topic}-key", f"{plan.topic}-value"):
         assert client.get_versions(subject) == [1]  # type: ignore[attr-defined]
     values = {
@@ -100,7 +100,7 @@ def test_without_adjustment_the_registry_refuses_the_names(
     awkward_table: TableSchema, schema_registry_url: str
 ) -> None:
     settings = _settings(schema_registry_url, NameAdjustment.NONE)
-    serializer = build_record_serializer(settings)
+    serializer = build_record_serializer(settings, registry_client)
     translator = Translator(settings, on_new_plan=serializer.prepare)
     with pytest.raises(SerializationError, match=r"registering the schema of subject my-shop-\w+\.ks\w+\.Orders-key"):
         translator.plan(awkward_table)

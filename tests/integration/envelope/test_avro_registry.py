@@ -16,11 +16,12 @@ import pytest
 from cassandra.util import Date, OrderedMap, SortedSet
 
 from bridge.envelope.avro_schema import avro_schema
-from bridge.envelope.avro_serializer import AvroSerializer, registry_client, registry_schema
+from bridge.envelope.avro_serializer import AvroSerializer
 from bridge.envelope.records import KafkaRecord
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
+from bridge.registry import avro_schema_object, registry_client
 from bridge.scylla.model import Operation
 from bridge.scylla.schema import TableSchema
 from tests.unit.envelope.support import d, de, make_table, record, row, row_with
@@ -44,7 +45,7 @@ def table(extra: list[tuple[str, str]] | None = None) -> TableSchema:
 
 
 def deserializer_for(url: str) -> Callable[[bytes, str, bool], Any]:
-    client = registry_client(url)  # imports the registry package without authlib's warning
+    client = registry_client(url).client  # imports the registry package without authlib's warning
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -91,7 +92,7 @@ def test_envelopes_round_trip_through_kafka_and_the_registry(
         key_converter_schema_registry_url=schema_registry_url,
         value_converter_schema_registry_url=schema_registry_url,
     )
-    serializer = build_record_serializer(settings)
+    serializer = build_record_serializer(settings, registry_client)
     translator = Translator(settings, on_new_plan=serializer.prepare)
     schema = table()
     plan = translator.plan(schema)  # registers the key and value schemas
@@ -138,15 +139,16 @@ def test_envelopes_round_trip_through_kafka_and_the_registry(
 def test_an_added_column_registers_a_new_compatible_version(schema_registry_url: str) -> None:
     """ALTER TABLE ADD: the altered table's plan registers version 2 of `<topic>-value` under a
     BACKWARD compatibility rule the registry enforces; the key schema stays at version 1."""
-    client = registry_client(schema_registry_url)
+    registry = registry_client(schema_registry_url)
+    client = registry.client
     topic = f"evolve-{uuid.uuid4().hex[:8]}"
     settings = EnvelopeSettings("p")
     old_plan, new_plan = Translator(settings).plan(table()), Translator(settings).plan(table([("added", "int")]))
-    values, keys = AvroSerializer(client, is_key=False), AvroSerializer(client, is_key=True)
+    values, keys = AvroSerializer(registry, is_key=False), AvroSerializer(registry, is_key=True)
     first = values.register(topic, old_plan.value_schema)
     keys.register(topic, old_plan.key_schema)
     client.set_compatibility(subject_name=f"{topic}-value", level="BACKWARD")  # type: ignore[attr-defined]
-    candidate = registry_schema(json.dumps(avro_schema(new_plan.value_schema)))
+    candidate = avro_schema_object(json.dumps(avro_schema(new_plan.value_schema)))
     assert client.test_compatibility(f"{topic}-value", candidate) is True  # type: ignore[attr-defined]
     second = values.register(topic, new_plan.value_schema)
     assert second != first

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bridge.envelope.avro_serializer import registry_client
+from bridge.registry import registry_client
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import CLI, WorkerProcess, read_topic, wait_for
@@ -35,7 +35,7 @@ def test_avro_worker_registers_at_start_and_delivers(
     url = stack.schema_registry_url
     worker = workers(config_for([table], **_avro(url)), "avro")
     wait_for(lambda: any(e.get("event") == "worker running" for e in worker.events()), 60, "the worker to start")
-    client: Any = registry_client(url)
+    client: Any = registry_client(url).client
     topic = f"{bridge_name}.{table}"
     # registered at start, before the table had a single change
     assert client.get_versions(f"{topic}-key") == [1] and client.get_versions(f"{topic}-value") == [1]

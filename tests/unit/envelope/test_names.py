@@ -136,11 +136,11 @@ class CountingRegistry(InProcessRegistry):
         self.calls: list[str] = []
         self.fail = fail
 
-    def register_schema(self, subject_name: str, schema: object, normalize_schemas: bool = False) -> int:
-        self.calls.append(subject_name)
+    def register_avro(self, subject: str, schema_text: str) -> int:
+        self.calls.append(subject)
         if self.fail:
             raise ConnectionError("registry down")
-        return super().register_schema(subject_name, schema, normalize_schemas)
+        return super().register_avro(subject, schema_text)
 
 
 def test_schemas_are_registered_when_the_plan_is_built_and_never_in_serialize() -> None:

@@ -15,7 +15,8 @@ import pytest
 
 from bridge.scylla.errors import ErrorKind, MalformedLogError, classify
 from bridge.scylla.model import ChangeRecord, Operation
-from bridge.scylla.records import RecordAssembler, pair_images
+from bridge.scylla.pairing import pair_images
+from bridge.scylla.records import RecordAssembler
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.topology import Generation, StreamSetDelta, TabletTopology, VnodeRange, vnode_groups
 from tests.unit.scylla.fakelog import record_rows
