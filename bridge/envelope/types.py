@@ -54,7 +54,7 @@ from bridge.scylla.schema import CqlType
 
 Converter = Callable[[Any], Any]
 
-_EPOCH = datetime.datetime(1970, 1, 1)
+_EPOCH = datetime.datetime(1970, 1, 1)  # noqa: DTZ001 (the driver's timestamps are naive UTC datetimes)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 _ONE_MS = datetime.timedelta(milliseconds=1)
 _dumps = orjson.dumps

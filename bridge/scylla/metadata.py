@@ -23,7 +23,7 @@ from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.topology import Generation, StreamSetDelta, VnodeRange
 
-_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)  # noqa: DTZ001 (the driver's timestamps are naive UTC datetimes)
 STATE_CURRENT, STATE_CLOSED, STATE_OPENED = 0, 1, 2
 DEFAULT_CDC_TTL_S = 86_400
 

@@ -7,7 +7,7 @@ import json
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -179,7 +179,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
     def body() -> int:
         with Emulator.connect(settings=_settings(args)) as emu:
             generation = emu.bootstrap_node(args.delay, args.vnodes, args.shards)
-        start = datetime.fromtimestamp(generation.timestamp_ms / 1000).isoformat(timespec="milliseconds")
+        start = datetime.fromtimestamp(generation.timestamp_ms / 1000, UTC).isoformat(timespec="milliseconds")
         streams = sum(len(r.streams) for r in generation.ranges)
         print(f"new generation {generation.timestamp_ms} ({start}): {len(generation.ranges)} vnodes, {streams} streams")
         return 0

@@ -25,7 +25,7 @@ from bridge.sim.errors import InvalidRequestError, UnsupportedCqlError
 from bridge.sim.values import FrozenDict, canonical
 
 _INT_RANGES = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64, "counter": 64}
-_EPOCH = datetime(1970, 1, 1)
+_EPOCH = datetime(1970, 1, 1)  # noqa: DTZ001 (the driver takes and returns naive UTC datetimes)
 
 
 class Resolver:
@@ -210,7 +210,7 @@ def _from_string(text: str, target: str) -> Any:
     if target == "timestamp":
         return _parse_timestamp(text)
     if target == "date":
-        return Date(datetime.strptime(text, "%Y-%m-%d").date())
+        return Date(datetime.strptime(text, "%Y-%m-%d").date())  # noqa: DTZ007 (a date: no time, no zone)
     if target == "time":
         return Time(text)
     if target == "inet":
