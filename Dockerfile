@@ -3,13 +3,12 @@
 #   docker build -t scylla-cdc-bridge .                              the worker (default, last stage):
 #                                                                    `cdc-bridge run --config FILE`
 #   docker build --target spark -t scylla-cdc-bridge-spark .         the Spark job: Java 17, pyspark,
-#                                                                    delta-spark, Kafka/Avro/Delta jars baked in
+#                                                                    delta-spark, the Kafka and Delta jars baked in
 # Python dependencies come only from the hashed locks in deploy/docker (scripts/lock-image), installed by
 # deploy/docker/install-venv. This repository's CI has no Docker engine: tests/ship/test_dockerfile.py
 # lints this file with hadolint, checks the essentials below and runs install-venv itself.
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
-ARG MAVEN_IMAGE=maven:3.9.9-eclipse-temurin-17
 ARG PYTHON_MINOR=3.11
 
 # ---------------------------------------------------------------- worker: build the virtualenv
@@ -21,28 +20,26 @@ COPY pyproject.toml README.md ./
 COPY bridge/ bridge/
 RUN deploy/docker/install-venv /opt/venv deploy/docker/requirements.lock /src
 
-# ---------------------------------------------------------------- spark: jars resolved once, at build time
-FROM ${MAVEN_IMAGE} AS spark-jars
-WORKDIR /jars
-COPY deploy/docker/spark-jars/pom.xml pom.xml
-RUN mvn --batch-mode --quiet dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=/jars/lib \
-    && mvn --batch-mode --quiet dependency:list -DincludeScope=runtime -DoutputFile=/jars/listing.txt
-
-# ---------------------------------------------------------------- spark: build the virtualenv
+# ---------------------------------------------------------------- spark: virtualenv and jars
 FROM ${PYTHON_IMAGE} AS spark-build
-ARG PYTHON_MINOR
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 SOURCE_BUILDS=pyspark
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 SOURCE_BUILDS=pyspark \
+    CDC_BRIDGE_IVY_DIR=/opt/ivy
+# hadolint ignore=DL3008
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY deploy/docker/ deploy/docker/
 COPY pyproject.toml README.md ./
 COPY bridge/ bridge/
-RUN deploy/docker/install-venv /opt/venv deploy/docker/requirements-spark.lock /src
-# Onto pyspark's own class path, where pyspark's versions of shared libraries win: the job needs no
-# spark.jars.packages and no network at run time.
-COPY --from=spark-jars /jars/ /jars/
-RUN deploy/docker/merge-spark-jars /jars/listing.txt /jars/lib \
-    /opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark/jars \
+RUN deploy/docker/install-venv /opt/venv deploy/docker/requirements-spark.lock /src \
     && install -m 0755 deploy/docker/spark-entrypoint /opt/venv/bin/spark-entrypoint
+# The job's own session start resolves its packages (`cdc-bridge spark packages`: the Kafka source,
+# Delta) with Spark's Ivy into CDC_BRIDGE_IVY_DIR, once, here: at run time they come from that
+# cache and the job needs no network.
+RUN /opt/venv/bin/python -c "from bridge.spark.session import build_session; build_session().stop()" \
+    && test -n "$(ls /opt/ivy/jars)"
 
 # ---------------------------------------------------------------- spark: the job's image
 FROM ${PYTHON_IMAGE} AS spark
@@ -56,16 +53,20 @@ RUN mkdir -p /usr/share/man/man1 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 bridge \
     && useradd --system --uid 10001 --gid bridge --home-dir /nonexistent --no-create-home \
-       --shell /usr/sbin/nologin bridge
+       --shell /usr/sbin/nologin bridge \
+    && install -d -o 10001 -g 10001 /data
+# /data: checkpoints and Delta tables (a volume there starts owned by the job's user)
 COPY --from=spark-build /opt/venv /opt/venv
+# Ivy writes its resolution reports into the cache: the job's user owns it.
+COPY --from=spark-build --chown=10001:10001 /opt/ivy /opt/ivy
 ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp \
     SPARK_HOME=/opt/venv/lib/python${PYTHON_MINOR}/site-packages/pyspark PYSPARK_PYTHON=/opt/venv/bin/python \
-    CDC_BRIDGE_SPARK_JARS_BAKED=1
+    CDC_BRIDGE_IVY_DIR=/opt/ivy
 USER 10001:10001
 WORKDIR /tmp
-# A streaming job has no probe port of its own; the Spark UI (4040) answers while the driver runs.
-HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:4040/api/v1/applications', timeout=4)"]
+# No probe port (the local-mode job runs without the Spark UI): the container lives exactly as long as
+# the job, which exits non-zero when its query fails.
+HEALTHCHECK NONE
 # `driver`/`executor` for Spark on Kubernetes (SparkApplication), anything else is a cdc-bridge command
 ENTRYPOINT ["spark-entrypoint"]
 CMD ["spark", "--help"]

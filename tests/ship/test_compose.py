@@ -195,6 +195,20 @@ def test_optional_services_sit_behind_profiles(services: dict[str, Any]) -> None
     assert services["spark"]["build"]["target"] == "spark"
 
 
+def test_spark_job_runs_a_real_cdc_bridge_spark_command(services: dict[str, Any]) -> None:
+    """The service's command parses with the real CLI; its files are where the command says."""
+    from bridge.cli import build_parser
+
+    spark = services["spark"]
+    args = build_parser().parse_args(spark["command"])
+    assert (args.command, args.spark_command) == ("spark", "mirror")
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in spark["volumes"]}
+    assert mounts[str(args.config)] == "./deploy/compose/bridge.properties"
+    assert args.checkpoint.startswith("/data/") and args.delta.startswith("/data/") and mounts["/data"] == "spark-data"
+    converter = "CDC_BRIDGE_VALUE_CONVERTER"
+    assert spark["environment"][converter] == services["bridge"]["environment"][converter]
+
+
 def test_prometheus_scrapes_every_bridge_replica(services: dict[str, Any]) -> None:
     prometheus = services["prometheus"]
     mounted = {v.split(":")[1]: REPO / v.split(":")[0] for v in prometheus["volumes"]}

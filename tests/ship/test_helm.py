@@ -260,6 +260,9 @@ def test_passwords_given_as_values_stay_in_secrets(full: Rendered, tmp_path: Pat
     (["kafka.securityProtocol=SASL_SSL", "kafka.sasl.username=u"], "/kafka/sasl"),
     (["scylla.auth.username=u"], "/scylla/auth"),
     (["replicaCount=-1"], "/replicaCount"),
+    (["spark.enabled=true"], "/spark/checkpoint"),
+    (["spark.enabled=true", "spark.checkpoint=/c"], "/spark/delta"),
+    (["spark.enabled=true", "spark.checkpoint=/c", "spark.job=compact"], "/spark/job"),
 ])
 def test_bad_values_fail_at_install_time(sets: list[str], message: str) -> None:
     assert message in template_error(sets=sets)
@@ -290,18 +293,30 @@ def test_pdb_covers_the_workers(sasl: Rendered) -> None:
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
 
 
-def test_spark_application_runs_the_spark_image(full: Rendered) -> None:
+def test_spark_application_runs_the_spark_job_with_the_workers_config(full: Rendered) -> None:
+    from bridge.cli import build_parser
+    from bridge.spark.session import packages
+
     app = full.one("SparkApplication")["spec"]
     assert app["image"] == "registry.example.com/scylla-cdc-bridge-spark:0.1.0"
     assert app["type"] == "Python" and app["mode"] == "cluster"
-    assert app["arguments"] == ["mirror", "--checkpoint", "s3a://bucket/checkpoints/orders"]
-    assert app["sparkConf"] == {"spark.sql.shuffle.partitions": "8"}
+    assert app["mainApplicationFile"].endswith("/site-packages/bridge/spark/__main__.py")
+    args = build_parser().parse_args(["spark", *app["arguments"]])  # what python -m bridge.spark parses
+    assert (args.spark_command, args.checkpoint, args.delta) == ("mirror", "s3a://bucket/checkpoints/orders",
+                                                                 "s3a://bucket/delta")
+    assert app["deps"]["packages"] == packages(), "the packages the job asks for (and the image's Ivy cache holds)"
+    assert app["sparkConf"] == {"spark.jars.ivy": "/opt/ivy", "spark.sql.shuffle.partitions": "8"}
+    config_map = full.one("ConfigMap")["metadata"]["name"]
+    for role in ("driver", "executor"):
+        assert app[role]["configMaps"] == [{"name": config_map, "path": str(Path(str(args.config)).parent)}]
+        assert {s["name"] for s in app[role]["secrets"]} == {"cdc-scylla-cdc-bridge-kafka", "kafka-ca"}
+        assert app[role]["securityContext"]["runAsNonRoot"] is True
+        assert app[role]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     account = app["driver"]["serviceAccount"]
     binding = full.one("RoleBinding")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "data"}]
     assert "pods" in full.one("Role")["rules"][0]["resources"]
-    for role in ("driver", "executor"):
-        assert app[role]["securityContext"]["runAsNonRoot"] is True
+    assert full.one("SparkApplication")["metadata"]["labels"]["app.kubernetes.io/component"] == "spark"
 
 
 def test_notes_tell_how_to_reach_the_workers(tmp_path: Path) -> None:

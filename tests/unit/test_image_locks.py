@@ -1,6 +1,6 @@
-"""The container image's hashed dependency locks (deploy/docker, scripts/lock-image) and its
-Spark jars follow pyproject.toml: a dependency added or re-pinned without them fails here, where
-every landing runs it (the image itself is checked in tests/ship)."""
+"""The container image's hashed dependency locks (deploy/docker, scripts/lock-image) follow
+pyproject.toml: a dependency added or re-pinned without them fails here, where every landing
+runs it (the image itself is checked in tests/ship)."""
 
 from __future__ import annotations
 
@@ -52,17 +52,3 @@ def test_locks_satisfy_pyproject(lock_name: str, extras: list[str]) -> None:
             f"{lock_name} pins {name}=={pins[name]}, pyproject wants {requirement.specifier}; {REGENERATE}"
     if not extras:
         assert "pyspark" not in pins, "the worker image must not carry Spark"
-
-
-def test_spark_jars_match_the_pyspark_pin() -> None:
-    pom = (LOCKS / "spark-jars" / "pom.xml").read_text()
-    prop = dict(re.findall(r"<([\w.]+)>([^<]+)</\1>", pom))
-    pyspark = next(Requirement(r) for r in _pyproject()["project"]["optional-dependencies"]["spark"]
-                   if Requirement(r).name == "pyspark")
-    version = str(pyspark.specifier).removeprefix("==")
-    assert prop["spark.version"] == version, \
-        "deploy/docker/spark-jars/pom.xml: spark.version must be pyproject's pyspark pin (the image's jars)"
-    minor = ".".join(version.split(".")[:2])
-    assert prop["delta.artifact"] == f"delta-spark_{minor}_{prop['scala.binary']}"
-
-
