@@ -1,9 +1,12 @@
 """Element-level details of non-frozen collections and UDTs: list keys and element types.
 
-List elements are keyed by timeuuids (cdc-log-format.md 3.3): an append key carries the write's
-microsecond timestamp plus a sub-microsecond sequence number, and the coordinator's fixed clock
-sequence and node; a prepend key uses the mirrored time `2 * (2010-01-01) - T` so it sorts before
-every appended key.
+List elements are keyed by timeuuids (cdc-log-format.md 3.3). An append key is what current
+ScyllaDB makes (`UUID_gen::get_time_UUID_bytes_from_micros_and_submicros`): every key of one
+statement or batch carries the write's microsecond timestamp, the statement's append sequence
+number goes into the 14-bit clock sequence (its sign bit flipped, as timeuuids compare their low
+bytes signed) and, past 16383 elements, into the 100-ns digits of the time; the node is the
+coordinator's spoof node. (An older doc example put the sequence into the time field.) A prepend
+key uses the mirrored time `2 * (2010-01-01) - T` so it sorts before every appended key.
 """
 
 from __future__ import annotations
@@ -27,13 +30,19 @@ def coordinator_low_bits() -> int:
     return (clock_seq << 48) | _SPOOF_NODE
 
 
+# Append sequence numbers fit 14 bits of clock sequence plus 3 bits of sub-microsecond time.
+SUBMICRO_LIMIT = 1 << 17
+_NODE_BITS = (1 << 48) - 1
+
+
 class ListKeys:
     """Generates list element keys; one instance per statement or batch, as ScyllaDB keeps one
-    sub-microsecond counter per query."""
+    append counter per query."""
 
     def __init__(self, low_bits: int) -> None:
         self.low_bits = low_bits
-        self.sequence = 0
+        self.sequence = 0  # of prepended keys (in their time field)
+        self.append_sequence = 0
 
     def _key(self, micros: int) -> uuid.UUID:
         ts60 = micros * 10 + UUID_EPOCH_OFFSET + self.sequence
@@ -41,7 +50,17 @@ class ListKeys:
         return timeuuid_from_ts60(ts60, self.low_bits)
 
     def append(self, timestamp: int, count: int) -> list[uuid.UUID]:
-        return [self._key(timestamp) for _ in range(count)]
+        keys = []
+        for _ in range(count):
+            sequence = self.append_sequence
+            if sequence >= SUBMICRO_LIMIT:
+                raise InvalidRequestError("Too many list values per single CQL statement or batch")
+            self.append_sequence += 1
+            ts60 = timestamp * 10 + UUID_EPOCH_OFFSET + ((sequence >> 14) & 0b111)
+            clock_seq = (sequence & 0x3FFF) ^ 0x80
+            low = ((clock_seq | 0x8000) << 48) | (self.low_bits & _NODE_BITS)
+            keys.append(timeuuid_from_ts60(ts60, low))
+        return keys
 
     def prepend(self, timestamp: int, count: int) -> list[uuid.UUID]:
         if timestamp < PREPEND_REFERENCE_US:

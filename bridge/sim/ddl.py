@@ -4,7 +4,10 @@ emulator's metadata (cdc-log-format.md 1.1, 1.5)."""
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import replace
+from datetime import UTC
 from typing import Any
 
 from bridge.scylla.log_schema import log_columns
@@ -19,6 +22,9 @@ from bridge.sim.router import StreamRouter
 
 CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
 LOG_SUFFIX = "_scylla_cdc_log"
+# ScyllaDB drops a CDC log table's columns with a timestamp this far ahead (so that log writes
+# racing the drop stay older than it), and refuses to re-add a column of that name until then.
+LOG_COLUMN_DROP_AHEAD_S = 5.0
 
 
 def _option_map(option: ast.Option) -> dict[str, str]:
@@ -114,6 +120,8 @@ class SchemaEditor:
             self._check_cdc_allowed(keyspace, name, types)
         if statement.if_not_exists and self.catalog.table_exists(keyspace, name):
             return
+        if cdc.enabled and not self.catalog.table_exists(keyspace, name):
+            self._check_log_name_free(keyspace, name)
         self.session.execute(render.create_base_table(keyspace, statement, options))
         self.catalog.invalidate(keyspace, name)
         self._set_cdc(keyspace, name, cdc)
@@ -139,9 +147,29 @@ class SchemaEditor:
                 f"Cannot create CDC log for table {keyspace}.{name}. Counter support not implemented"
             )
 
+    def _check_log_name_free(self, keyspace: str, name: str) -> None:
+        """ScyllaDB creates the log with the table, or neither: a table already holding the log's
+        name refuses the CREATE before anything exists."""
+        if self.catalog.table_exists(keyspace, name + LOG_SUFFIX):
+            raise InvalidRequestError(
+                f"Cannot create CDC log table for table {keyspace}.{name} because a table of name"
+                f" {keyspace}.{name}{LOG_SUFFIX} already exists"
+            )
+
+    def _is_cdc_log(self, keyspace: str, name: str) -> bool:
+        """ScyllaDB's `is_log_for_some_table`: the log table of a base table with CDC enabled."""
+        if not name.endswith(LOG_SUFFIX):
+            return False
+        base = name[: -len(LOG_SUFFIX)]
+        return self.catalog.table_exists(keyspace, base) and self.catalog.table(keyspace, base).schema.cdc.enabled
+
     def alter_table(self, table: SimTable, statement: ast.AlterTable) -> None:
         schema = table.schema
         keyspace, name = schema.keyspace, schema.name
+        if (statement.add or statement.drop) and self._is_cdc_log(keyspace, name):
+            raise InvalidRequestError(
+                "You cannot modify the set of columns of a CDC log table directly. Modify the base table instead."
+            )
         if statement.add or statement.drop:
             self._alter_columns(table, statement)
         if statement.options:
@@ -163,6 +191,7 @@ class SchemaEditor:
         base = render.qualified(keyspace, schema.name)
         if statement.add:
             types = self._column_types(keyspace, statement.add)
+            self._check_addable(table, types, log_exists)
             added = ", ".join(f"{render.q(c.name)} {c.type_text}{' STATIC' if c.static else ''}" for c in statement.add)
             self.session.execute(f"ALTER TABLE {base} ADD ({added})")
             if log_exists:
@@ -186,10 +215,42 @@ class SchemaEditor:
             self.session.execute(render.alter_drop(keyspace, schema.name, list(statement.drop)))
             if log_exists:
                 dropped = [n for c in columns for n, _ in render.log_columns_of(c.name, c.type)]
-                self.session.execute(render.alter_drop(keyspace, schema.log_table_name, dropped))
+                ahead_us = int((time.time() + LOG_COLUMN_DROP_AHEAD_S) * 1_000_000)
+                self.session.execute(
+                    render.alter_drop(keyspace, schema.log_table_name, dropped) + f" USING TIMESTAMP {ahead_us}"
+                )
             dropped_lists = [c.name for c in columns if c.type.kind == "list" and not c.type.frozen]
             if dropped_lists:
                 self.session.execute(render.alter_drop(keyspace, render.shadow_table_name(schema), dropped_lists))
+
+    def _check_addable(self, table: SimTable, types: dict[str, CqlType], log_exists: bool) -> None:
+        """ScyllaDB's refusals of ALTER TABLE ... ADD, before anything changes: counter and
+        non-counter columns do not mix, and a column whose log columns were dropped moments
+        ago (their drop time lies ahead, `LOG_COLUMN_DROP_AHEAD_S`) cannot come back yet."""
+        schema = table.schema
+        counter_table = any(c.type.kind == "counter" for c in schema.value_columns)
+        for name, cql_type in types.items():
+            if cql_type.kind == "counter" and not counter_table:
+                raise InvalidRequestError(f"Cannot add a counter column ({name}) in a non counter column family")
+            if cql_type.kind != "counter" and counter_table:
+                raise InvalidRequestError(f"Cannot add a non counter column ({name}) in a counter column family")
+        if not log_exists:
+            return
+        rows = self.session.execute(
+            "SELECT column_name, dropped_time FROM system_schema.dropped_columns"
+            " WHERE keyspace_name = %s AND table_name = %s",
+            (schema.keyspace, schema.log_table_name),
+        )
+        # the driver's timestamps are naive UTC
+        drop_ms = {r.column_name: r.dropped_time.replace(tzinfo=UTC).timestamp() * 1000 for r in rows}
+        now_ms = time.time() * 1000
+        for name in types:
+            ahead_ms = drop_ms.get(name, 0.0) - now_ms
+            if ahead_ms > 0:
+                raise InvalidRequestError(
+                    f"Cannot add column {name} because a column with the same name was dropped too recently."
+                    f" Please retry after {math.ceil(ahead_ms / 1000)} seconds"
+                )
 
     def _ensure_shadow(self, table: SimTable, lists: list[tuple[str, CqlType, bool]]) -> None:
         schema = table.schema

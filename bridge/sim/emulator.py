@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cassandra import RequestValidationException
+from cassandra.protocol import RequestValidationException as ServerRefusal
 
 from bridge.scylla import log_schema
 from bridge.scylla.cdc_time import timeuuid_for
@@ -145,7 +146,9 @@ class Emulator:
             if isinstance(statement, ast.Insert | ast.Update | ast.Delete | ast.Batch):
                 return self._modify(statement, params)
             self._ddl(statement)
-        except RequestValidationException as exc:
+        # The driver maps most refusals to its own classes but raises a configuration error
+        # (code 0x2300, e.g. a counter column in a plain table) as the protocol message itself.
+        except (RequestValidationException, ServerRefusal) as exc:
             raise InvalidRequestError(f"Cassandra refused the statement: {exc}") from exc
         return []
 

@@ -3,6 +3,7 @@ keeps it in step; CDC options and their errors; counters and nested logs refused
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -175,3 +176,61 @@ def test_cassandra_refusals_are_emulator_errors(emu: Emulator) -> None:
         emu.execute("USE no_such_ks")
     with pytest.raises(InvalidRequestError, match="unknown type 'nosuch'"):
         emu.execute("CREATE TABLE badtype (pk int PRIMARY KEY, v nosuch)")
+
+
+def test_a_table_holding_the_log_name_refuses_the_cdc_table(emu: Emulator) -> None:
+    """ScyllaDB: `Cannot create CDC log table for table ks.X because a table of name
+    ks.X_scylla_cdc_log already exists`, and neither table is created or changed."""
+    emu.execute("CREATE TABLE taken_scylla_cdc_log (pk int PRIMARY KEY, note text)")
+    before = columns(emu, "taken_scylla_cdc_log")
+    with pytest.raises(InvalidRequestError, match=(
+        rf"^Cannot create CDC log table for table {emu.keyspace}\.taken because a table of name"
+        rf" {emu.keyspace}\.taken_scylla_cdc_log already exists$"
+    )):
+        emu.execute("CREATE TABLE taken (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    assert not columns(emu, "taken") and columns(emu, "taken_scylla_cdc_log") == before
+    emu.execute("CREATE TABLE taken (pk int PRIMARY KEY, v int)")  # without CDC the name is free
+
+
+@pytest.mark.parametrize("change", ["ADD c int", "DROP v", 'DROP "cdc$deleted_v"', "ADD (a int, b text)"])
+def test_the_columns_of_a_cdc_log_table_cannot_be_altered(emu: Emulator, change: str) -> None:
+    """ScyllaDB refuses column changes on a CDC log table; base and log stay in step."""
+    emu.execute("CREATE TABLE IF NOT EXISTS guarded (pk int PRIMARY KEY, v int, u int) WITH cdc = {'enabled': true}")
+    before = columns(emu, "guarded_scylla_cdc_log")
+    with pytest.raises(InvalidRequestError, match=(
+        r"^You cannot modify the set of columns of a CDC log table directly\. Modify the base table instead\.$"
+    )):
+        emu.execute(f"ALTER TABLE guarded_scylla_cdc_log {change}")
+    assert columns(emu, "guarded_scylla_cdc_log") == before
+
+
+def test_a_dropped_column_cannot_come_back_at_once(emu: Emulator) -> None:
+    """ScyllaDB drops the log's columns with a timestamp about 5 s ahead and refuses to re-add
+    the name until then (`... was dropped too recently. Please retry after 5 seconds`),
+    leaving the base table as it was; after that the column comes back in both tables."""
+    emu.execute("CREATE TABLE readd (pk int PRIMARY KEY, v int, gone int) WITH cdc = {'enabled': true}")
+    emu.execute("ALTER TABLE readd DROP gone")
+    with pytest.raises(InvalidRequestError, match=(
+        r"^Cannot add column gone because a column with the same name was dropped too recently\."
+        r" Please retry after [45] seconds$"
+    )):
+        emu.execute("ALTER TABLE readd ADD gone int")
+    assert "gone" not in columns(emu, "readd") and "gone" not in columns(emu, "readd_scylla_cdc_log")
+    emu.execute("ALTER TABLE readd ADD other int")  # other names are not held back
+    time.sleep(5.5)
+    emu.execute("ALTER TABLE readd ADD gone int")
+    assert "gone" in columns(emu, "readd") and "cdc$deleted_gone" in columns(emu, "readd_scylla_cdc_log")
+    (record,) = emu.execute("UPDATE readd SET gone = 7 WHERE pk = 1")
+    assert record.rows[0].values["gone"] == 7
+
+
+def test_counter_and_plain_columns_do_not_mix(emu: Emulator) -> None:
+    """A refused ALTER TABLE ... ADD is one InvalidRequestError with ScyllaDB's text (it ended
+    in a driver traceback before), and changes nothing."""
+    emu.execute("CREATE TABLE mix (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    with pytest.raises(InvalidRequestError, match=r"^Cannot add a counter column \(c\) in a non counter column family"):
+        emu.execute("ALTER TABLE mix ADD (c counter)")
+    emu.execute("CREATE TABLE mixc (pk int PRIMARY KEY, c counter)")
+    with pytest.raises(InvalidRequestError, match=r"^Cannot add a non counter column \(v\) in a counter column family"):
+        emu.execute("ALTER TABLE mixc ADD v int")
+    assert "c" not in columns(emu, "mix") and "v" not in columns(emu, "mixc")

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from bridge.sim.collections import PREPEND_REFERENCE_US, ListKeys
+from bridge.scylla.cdc_time import timeuuid_sort_key
+from bridge.sim.collections import PREPEND_REFERENCE_US, SUBMICRO_LIMIT, ListKeys
 from bridge.sim.errors import InvalidRequestError
 from tests.unit.sim.cases import COLLECTION_CASES, COLLECTIONS, K
 from tests.unit.sim.pure import LIST_LOW_BITS, UT, T, World, rows
@@ -81,6 +82,21 @@ def test_list_keys(world: World) -> None:
         1,
         {**K, "l": dict(zip(overwrite, [1, 2], strict=True)), "cdc$deleted_l": True},
     )
+
+
+def test_append_keys_are_laid_out_as_current_scylladb_lays_them_out() -> None:
+    """Every key of one statement has the write's time; the statement's sequence number is in
+    the clock sequence (sign bit of its low byte flipped), past 16383 also in the 100-ns digits;
+    keys sort in append order; the node stays the coordinator's."""
+    keys = ListKeys(LIST_LOW_BITS).append(T, 20000)
+    t60 = T * 10 + 0x01B21DD213814000
+    assert {k.time for k in keys[:16384]} == {t60} and keys[16384].time == t60 + 1
+    assert [k.clock_seq for k in keys[:3]] == [0x80, 0x81, 0x82] and keys[0x80].clock_seq == 0
+    assert all(k.version == 1 and k.node == LIST_LOW_BITS & 0xFFFF_FFFF_FFFF for k in keys)
+    assert sorted(keys, key=timeuuid_sort_key) == keys
+    assert keys[1].hex[16:20] == "8081"  # the bytes ScyllaDB writes: variant bit, flipped sign bit, sequence
+    with pytest.raises(InvalidRequestError, match=r"^Too many list values per single CQL statement or batch$"):
+        ListKeys(LIST_LOW_BITS).append(T, SUBMICRO_LIMIT + 1)
 
 
 def test_list_index_out_of_bounds_is_an_error(world: World) -> None:
