@@ -23,6 +23,7 @@ from typing import Any
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
+from bridge.stack.process import port_open
 
 KEYSPACE = "ks"
 Messages = list[tuple[bytes | None, bytes | None]]  # (key, value); a None value is a tombstone
@@ -150,5 +151,14 @@ def register(commands: Any) -> None:
 
 def _handler(args: argparse.Namespace) -> int:
     del args
-    run(Endpoints.from_env())
+    endpoints = Endpoints.from_env()
+    down = [f"{name} {host}:{port}" for name, host, port in (
+        ("Kafka", endpoints.host, endpoints.kafka_port),
+        ("Cassandra", endpoints.cassandra_host, endpoints.cassandra_port),
+    ) if not port_open(host, port)]
+    if down:  # one line that says what to do, not a client library's traceback
+        print(f"error: the local stack is not running ({', '.join(down)} do not answer):"
+              " start it with `cdc-bridge stack up` (or run scripts/demo, which does)", file=sys.stderr)
+        return 2
+    run(endpoints)
     return 0

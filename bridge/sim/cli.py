@@ -15,7 +15,7 @@ from bridge.scylla.cdc_time import micros_of
 from bridge.scylla.model import ChangeRecord
 from bridge.sim.cql.lexer import split_statements
 from bridge.sim.emulator import Emulator
-from bridge.sim.errors import SimError
+from bridge.sim.errors import ConfigurationError, SimError
 from bridge.sim.load import LoadGenerator, LoadSpec, bulk_fill, parse_mix
 from bridge.sim.settings import SimSettings
 
@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
         "--contact-points",
         help="Cassandra hosts, comma separated (env CDC_BRIDGE_SIM_CONTACT_POINTS; default 127.0.0.1)",
     )
-    group.add_argument("--port", type=int, help="CQL port (env CDC_BRIDGE_SIM_PORT; default 9042)")
+    group.add_argument("--port", type=int,
+                       help="CQL port (env CDC_BRIDGE_SIM_PORT; default 9042 plus CDC_BRIDGE_STACK_PORT_OFFSET)")
     group.add_argument(
         "--vnodes-keyspace",
         help="keyspace of the vnode generation tables (env"
@@ -144,20 +145,34 @@ def _settings(args: argparse.Namespace) -> SimSettings:
 
 
 def _guarded(body: Callable[[], int]) -> int:
+    """Every failure a user can fix is one `error:` line naming the problem (and what fixes it)."""
+    from cassandra.cluster import NoHostAvailable
+
     try:
         return body()
     except SimError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except NoHostAvailable as error:
+        where = ", ".join(sorted(error.errors)) or "the contact points"
+        print(f"error: no Cassandra answers at {where}: start the local stack (`cdc-bridge stack up`) or point"
+              " --contact-points/--port (CDC_BRIDGE_SIM_CONTACT_POINTS, CDC_BRIDGE_SIM_PORT) at one", file=sys.stderr)
+        return 2
+
+
+def _read_script(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as script:
+            return script.read()
+    except OSError as error:
+        raise ConfigurationError(f"-f {path}: cannot read it ({error.strerror})") from None
 
 
 def _exec(args: argparse.Namespace) -> int:
     def body() -> int:
-        if args.file:
-            text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()  # noqa: SIM115
-            statements = split_statements(text)
-        else:
-            statements = [args.cql]
+        statements = split_statements(_read_script(args.file)) if args.file else [args.cql]
         with Emulator.connect(settings=_settings(args), keyspace=args.keyspace) as emu:
             for index, statement in enumerate(statements, 1):
                 try:

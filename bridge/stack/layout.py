@@ -9,6 +9,13 @@ from pathlib import Path
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def port_offset(private: int = 0) -> int:
+    """$CDC_BRIDGE_STACK_PORT_OFFSET, plus `private` for a test's own stack beside it: the one
+    setting every command and test derives its ports from, so two test runs with different
+    offsets never share a port."""
+    return int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0")) + private
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoints:
     """Addresses of the running local stack, for clients and tests."""
@@ -23,8 +30,7 @@ class Endpoints:
     @classmethod
     def from_env(cls) -> Endpoints:
         """Default ports, all shifted by $CDC_BRIDGE_STACK_PORT_OFFSET (to run a second stack beside one)."""
-        offset = int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0"))
-        return cls().shifted(offset)
+        return cls().shifted(port_offset())
 
     def shifted(self, offset: int) -> Endpoints:
         return Endpoints(

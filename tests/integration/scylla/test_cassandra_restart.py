@@ -21,12 +21,12 @@ from bridge.scylla.model import ChangeRecord
 from bridge.scylla.reader import SourceReader
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints, StackLayout
+from bridge.stack.layout import Endpoints, StackLayout, port_offset
 from bridge.stack.manager import StackManager
 from bridge.stack.process import pid_alive, port_open, terminate
 from tests.integration.scylla.harness import Collected, run_reader, settings_for
 
-PORT_OFFSET = 21000
+PORT_OFFSET = port_offset(21000)  # beside the run's own stack, whatever its offset
 
 
 @pytest.fixture

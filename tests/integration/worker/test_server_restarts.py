@@ -4,7 +4,6 @@ shifted from the stack's offset) so the shared servers are never touched."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints, StackLayout
+from bridge.stack.layout import Endpoints, StackLayout, port_offset
 from bridge.stack.manager import StackManager
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
@@ -26,7 +25,7 @@ from tests.integration.worker.harness import (
 )
 
 pytestmark = pytest.mark.slow
-PRIVATE_OFFSET = int(os.environ.get("CDC_BRIDGE_STACK_PORT_OFFSET", "0")) + 23000
+PRIVATE_OFFSET = port_offset(23000)
 
 
 @pytest.fixture

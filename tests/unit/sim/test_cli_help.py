@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 
 import pytest
 
@@ -51,3 +52,27 @@ def test_bad_settings_are_one_clear_error(capsys: pytest.CaptureFixture[str]) ->
     code = cli.main(["bootstrap-node", "--vnodes-keyspace", "bad-name!"])
     assert code == 2
     assert capsys.readouterr().err.strip() == "error: vnodes_keyspace: 'bad-name!' is not a valid keyspace name"
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound and released: the kernel will not hand it out again at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_missing_script_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["exec", "-f", "/nonexistent/changes.cql"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: -f /nonexistent/changes.cql: cannot read it (No such file or directory)"
+    )
+
+
+def test_no_cassandra_is_one_line_naming_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sim exec` with the stack down: one line naming where it looked and what starts the stack,
+    not the driver's NoHostAvailable traceback."""
+    port = _closed_port()
+    assert cli.main(["exec", "--port", str(port), "INSERT INTO ks.t (pk) VALUES (1)"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: no Cassandra answers at 127.0.0.1:{port}: start the local stack")
+    assert "`cdc-bridge stack up`" in error and "\n" not in error
