@@ -225,10 +225,16 @@ def bulk_fill(
     base: bool = True,
     cdc: str = "{'enabled': true}",
     first_value: int = 0,
+    pipelined: bool = True,
 ) -> LoadReport:
     """Write `changes` single-row updates (one record each) into `table` (created if missing):
     change i sets `v = first_value + i` on row (i % partitions, i // partitions), so calling it
-    again with a higher `first_value` updates the same rows in order."""
+    again with a higher `first_value` updates the same rows in order.
+
+    `cdc$time` is stamped when a chunk is planned, so a row lands as late as its chunk takes to
+    send; `pipelined` (plan the next chunk while one is sent) is fastest, but a row must not land
+    later than a reader's confidence window after its time: tests that read while they write
+    pass small chunks and `pipelined=False`, as ScyllaDB stamps a write when it arrives."""
     if not emulator.catalog.table_exists(keyspace, table):
         emulator.execute(f"CREATE TABLE {qualified(keyspace, table)} ({BULK_TABLE_COLUMNS}) WITH cdc = {cdc}")
     schema = emulator.table(keyspace, table).schema
@@ -248,6 +254,8 @@ def bulk_fill(
             if pending is not None:
                 pending.result()
             pending = sender.submit(_send, emulator, writes, concurrency)
+            if not pipelined:
+                pending.result()
             report.operations += len(mutations)
             report.records += len(plan.records)
             report.rows += sum(len(r.rows) for r in plan.records)
