@@ -87,6 +87,7 @@ class Worker:
         self._last_commit = time.monotonic()
         self._fatal: str | None = None
         self._fencings: list[float] = []
+        self._stale_batch = False
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name)
         self._producer: TransactionalProducer | None = None
@@ -136,6 +137,7 @@ class Worker:
             self._membership.poll()
             if self._offsets.poll():
                 self._changed = True
+            self._stale_batch = False
             for event in self._reader.poll(timeout_s=0.02):
                 self._handle(event)
             if self._changed:
@@ -237,6 +239,8 @@ class Worker:
             self._reader.stop_group(group)
 
     def _handle(self, event: SourceEvent) -> None:
+        if self._stale_batch and isinstance(event, RecordRead | GroupProgress | GroupFinished):
+            return  # polled before a restart from the last commit: the restarted readings bring it again
         if isinstance(event, RecordRead):
             if event.group in self._book.active:
                 self._produce(event)
@@ -294,8 +298,12 @@ class Worker:
             return
         if not self._producer.is_open:
             self._txn_started = time.monotonic()
-        for topic, key, value in encoded:
-            self._producer.produce(topic, key, value)
+        try:
+            for topic, key, value in encoded:
+                self._producer.produce(topic, key, value)
+        except TransactionAbortedError as error:
+            self._transaction_failed(error)
+            return
         self.stats.records_produced += len(encoded)
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
@@ -326,15 +334,8 @@ class Worker:
                 self._producer.produce(self.config.offsets_topic, encode_key(self.config.name, group),
                                        encode_value(position))
             self._producer.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
-        except ProducerFencedError as error:
-            self._telemetry.aborted(fenced=True)
-            self._replace_producer(str(error))
-            self._restart_from_commit(reload=True)
-            return
         except TransactionAbortedError as error:
-            self._telemetry.aborted(fenced=False)
-            log.warning("transaction aborted; re-reading from the last commit", error=str(error))
-            self._restart_from_commit()
+            self._transaction_failed(error)
             return
         self._telemetry.committed(time.monotonic() - started)
         self._committed.update(self._pending)
@@ -346,6 +347,15 @@ class Worker:
         self._urgent = False
         self._last_commit = time.monotonic()
         self.stats.transactions += 1
+
+    def _transaction_failed(self, error: TransactionAbortedError) -> None:
+        fenced = isinstance(error, ProducerFencedError)
+        self._telemetry.aborted(fenced=fenced)
+        if fenced:
+            self._replace_producer(str(error))
+        else:
+            log.warning("transaction aborted; re-reading from the last commit", error=str(error))
+        self._restart_from_commit(reload=fenced)
 
     def _commit_quietly(self) -> None:
         if self._producer is not None and (self._pending or self._producer.is_open):
@@ -389,6 +399,7 @@ class Worker:
             self._committed.clear()
             self._offsets.catch_up(timeout_s=60)
         self._pending.clear()
+        self._stale_batch = True
         groups = sorted(self._book.active, key=str)
         self._stop_groups(groups)
         self._book.active.clear()

@@ -70,7 +70,10 @@ class TransactionalProducer:
     def produce(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         """Queue one record in the open transaction; waits while the local queue is full."""
         if not self._open:
-            self._producer.begin_transaction()
+            try:
+                self._producer.begin_transaction()
+            except KafkaException as error:  # e.g. an earlier abort still running in librdkafka
+                raise ProducerFencedError(f"no new transaction: {error.args[0].str()}") from None
             self._open = True
         while True:
             try:
@@ -173,14 +176,18 @@ class TransactionalProducer:
         raise TransactionAbortedError(error.str())
 
     def abort(self, timeout_s: float = TRANSACTION_TIMEOUT_MS / 1000) -> None:
+        """Abort the open transaction. An abort that times out keeps running inside librdkafka
+        and must be called again to finish; one that cannot finish leaves the producer unusable
+        (`ProducerFencedError`: replace it, the replacement's fencing ends the transaction)."""
         if self._open:
+            deadline = time.monotonic() + timeout_s
             try:
-                self._bounded(lambda: self._producer.abort_transaction(timeout_s), timeout_s)
+                self._retrying(lambda: self._bounded(lambda: self._producer.abort_transaction(timeout_s), timeout_s),
+                               deadline)
             except KafkaException as error:
                 log.warning("abort failed", error=error.args[0].str())
-                if error.args[0].fatal():
-                    self._reset()
-                    raise ProducerFencedError(error.args[0].str()) from None
+                self._reset()
+                raise ProducerFencedError(f"abort failed: {error.args[0].str()}") from None
         self._reset()
 
     def _reset(self) -> None:

@@ -11,6 +11,7 @@ client would queue a statistics event every interval forever.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from confluent_kafka import KafkaError
 
 log = structlog.get_logger(__name__)
 STATS_INTERVAL_MS = 1000
+_STALE_INTERVALS = 5
 # Errors that only say a connection is down; the connectivity state reports those once.
 _CONNECTION_ERRORS = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE})
 
@@ -30,10 +32,12 @@ def brokers_up(stats: Mapping[str, Any]) -> bool:
 
 
 class KafkaConnectivity:
-    def __init__(self, on_change: Callable[[bool, str], object], interval_ms: int = STATS_INTERVAL_MS) -> None:
+    def __init__(self, on_change: Callable[[bool, str], object], interval_ms: int = STATS_INTERVAL_MS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._on_change = on_change
         self._interval_ms = interval_ms
-        self._clients: dict[str, bool] = {}
+        self._clock = clock
+        self._clients: dict[str, tuple[bool, float]] = {}  # name -> (a broker connection up, reported at)
         self.reachable = True
 
     def client_settings(self) -> dict[str, Any]:
@@ -42,8 +46,9 @@ class KafkaConnectivity:
 
     def on_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            now = self._clock()
             for name in self._clients:
-                self._clients[name] = False
+                self._clients[name] = (False, now)
             self._update(False, f"kafka unreachable: {error.str()}")
         elif error.code() not in _CONNECTION_ERRORS:
             log.warning("kafka client error", error=error.str(), fatal=error.fatal())
@@ -54,8 +59,12 @@ class KafkaConnectivity:
         except ValueError:
             return
         name = str(stats.get("name", "?"))
-        self._clients[name] = brokers_up(stats)
-        down = sorted(n for n, up in self._clients.items() if not up)
+        now = self._clock()
+        self._clients[name] = (brokers_up(stats), now)
+        # A client that stopped reporting was closed (a replaced producer): it no longer counts.
+        stale = now - _STALE_INTERVALS * self._interval_ms / 1000
+        self._clients = {n: state for n, state in self._clients.items() if state[1] >= stale}
+        down = sorted(n for n, (up, _) in self._clients.items() if not up)
         if down:
             self._update(False, f"kafka unreachable: no broker connection up ({', '.join(down)})")
         else:

@@ -137,7 +137,7 @@ class StackManager:
         pending = list(services)
         while pending:
             for service in list(pending):
-                if self.pid_of(service) is None:
+                if self._gone(service):
                     PidFile(service.pid_path).remove()
                     raise StackError(f"{service.name} died during start; last lines of {service.log_path}:\n"
                                      + log_tail(service.log_path))
@@ -149,6 +149,16 @@ class StackManager:
                                  f"{self.layout.state_dir}")
             if pending:
                 time.sleep(0.5)
+
+    def _gone(self, service: Service) -> bool:
+        """Dead for sure: one look can miss a live JVM (its launcher may exec itself again, and a
+        busy machine stretches that moment), and a live broker judged dead is left running with
+        its pid file removed, holding its ports."""
+        for _ in range(5):
+            if self.pid_of(service) is not None:
+                return False
+            time.sleep(0.2)
+        return True
 
     def down(self, only: Iterable[str] | None = None) -> list[str]:
         """Stop the processes this stack started (by their recorded pids). Returns their names."""

@@ -38,3 +38,17 @@ def test_changes_are_reported_once_each() -> None:
     assert changes[-1] == (True, "kafka reachable") and len(changes) == 2
     connectivity.on_stats("not json")
     assert len(changes) == 2
+
+
+def test_a_client_that_stopped_reporting_no_longer_counts() -> None:
+    """A replaced producer's last report said "down"; its successor's "up" must make Kafka reachable."""
+    now = [0.0]
+    changes: list[tuple[bool, str]] = []
+    connectivity = KafkaConnectivity(lambda ok, why: changes.append((ok, why)), clock=lambda: now[0])
+    connectivity.on_stats(stats("producer-4", "DOWN"))
+    connectivity.on_stats(stats("consumer-5", "DOWN"))
+    assert changes[-1][0] is False
+    now[0] = 10.0  # producer-4 was replaced and never reports again
+    connectivity.on_stats(stats("consumer-5", "UP"))
+    connectivity.on_stats(stats("producer-6", "UP"))
+    assert changes[-1] == (True, "kafka reachable")
