@@ -20,6 +20,7 @@ import structlog
 
 from bridge.config import BridgeConfig
 from bridge.envelope import (
+    EnvelopeError,
     RecordSerializer,
     TranslationError,
     Translator,
@@ -293,8 +294,11 @@ class Worker:
             except UnknownColumnError:  # written after an ALTER TABLE ... ADD: translate with the new schema
                 translation = self._translator.translate(record, self._schemas.reload(record.keyspace, record.table))
             encoded = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
-        except (TranslationError, SchemaError) as error:
+        except (TranslationError, SchemaError) as error:  # their messages name the table and position
             self._fail_group(event.group, str(error))
+            return
+        except EnvelopeError as error:  # e.g. the registry refused a new schema after an ALTER TABLE
+            self._fail_group(event.group, f"{record.keyspace}.{record.table}, cdc$time {record.time}: {error}")
             return
         if not self._producer.is_open:
             self._txn_started = time.monotonic()

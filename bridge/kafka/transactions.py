@@ -81,6 +81,12 @@ class TransactionalProducer:
                 break
             except BufferError:
                 self._producer.poll(0.05)  # backpressure: a slow Kafka slows reading
+            except KafkaException as error:
+                # The producer's transaction state went bad underneath (seen after delivery
+                # timeouts while a broker restarted: every later produce fails with "Erroneous
+                # state", aborts included). Only a new producer gets out of that.
+                self._reset()
+                raise ProducerFencedError(f"a record could not be queued: {error.args[0].str()}") from None
         self.records_in_transaction += 1
 
     def serve(self) -> None:
