@@ -12,6 +12,7 @@ and `describe`, unwrapped only where a client is built.
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from bridge.envelope.errors import SettingsError
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
+from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 
 ENV_PREFIX = "CDC_BRIDGE_"
 KAFKA_PREFIX = "kafka."
@@ -65,6 +67,26 @@ class BridgeConfig(BaseModel):
     scylla_password: SecretStr | None = _setting("scylla.password", None, "CQL password (secret).")
     scylla_password_file: Path | None = _setting("scylla.password.file", None,
                                                  "File holding the CQL password (Kubernetes Secret mounts).")
+    ssl_enabled: bool = _setting("scylla.ssl.enabled", False, "TLS to the CQL cluster.")
+    ssl_provider: str = _setting("scylla.ssl.provider", "JDK", "Accepted for the Java connector's configs "
+                                 "(JDK, OPENSSL, OPENSSL_REFCNT); the bridge always uses OpenSSL.")
+    ssl_truststore_path: Path | None = _setting("scylla.ssl.truststore.path", None, "CA certificates that "
+                                                "sign the nodes' certificates: PEM or PKCS#12 (not JKS); "
+                                                "default: the system's CAs.")
+    ssl_truststore_password: SecretStr | None = _setting("scylla.ssl.truststore.password", None,
+                                                         "Password of a PKCS#12 truststore (secret).")
+    ssl_keystore_path: Path | None = _setting("scylla.ssl.keystore.path", None, "Client key and "
+                                              "certificate as PKCS#12, for clusters that require one.")
+    ssl_keystore_password: SecretStr | None = _setting("scylla.ssl.keystore.password", None,
+                                                       "Password of the keystore (secret).")
+    ssl_cert_chain: Path | None = _setting("scylla.ssl.openssl.keyCertChain", None,
+                                           "Client certificate chain, PEM (instead of a keystore).")
+    ssl_private_key: Path | None = _setting("scylla.ssl.openssl.privateKey", None,
+                                            "Client private key, unencrypted PEM (with keyCertChain).")
+    ssl_cipher_suites: str | None = _setting("scylla.ssl.cipherSuites", None, "Allowed TLS 1.2 cipher suites, "
+                                             "comma-separated OpenSSL names; default: OpenSSL's.")
+    ssl_hostname_validation: bool = _setting("scylla.ssl.hostname.validation", True, "Check that each "
+                                             "node's certificate names the address connected to.")
     local_dc: str | None = _setting("scylla.local.dc", None, "Datacenter for DC-aware load balancing.")
     consistency_level: str = _setting("scylla.consistency.level", "QUORUM", "Consistency level of log reads.")
     query_time_window_size: Millis = _setting("scylla.query.time.window.size", 30_000,
@@ -117,13 +139,23 @@ class BridgeConfig(BaseModel):
                                  ge=0, le=65535)
     kafka: dict[str, SecretStr] = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
                                         "settings (librdkafka names) under the prefix kafka., e.g. "
-                                        "kafka.bootstrap.servers (required).")
+                                        "kafka.bootstrap.servers (required), kafka.security.protocol, "
+                                        "kafka.sasl.mechanism, kafka.sasl.username, kafka.sasl.password, "
+                                        "kafka.ssl.ca.location; kafka.<secret>.file reads a secret from a file "
+                                        "(kafka.sasl.password.file).")
 
     @field_validator("consistency_level")
     @classmethod
     def _consistency(cls, value: str) -> str:
         if value.upper() not in CONSISTENCY_LEVELS:
             raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
+        return value.upper()
+
+    @field_validator("ssl_provider")
+    @classmethod
+    def _provider(cls, value: str) -> str:
+        if value.upper() not in PROVIDERS:
+            raise ValueError(f"must be one of {', '.join(sorted(PROVIDERS))}")
         return value.upper()
 
     @field_validator("key_converter", "value_converter")
@@ -164,12 +196,27 @@ class BridgeConfig(BaseModel):
             return _read_secret("scylla.password.file", self.scylla_password_file)
         return self.scylla_password.get_secret_value() if self.scylla_password else None
 
+    def scylla_ssl_context(self) -> ssl.SSLContext | None:
+        """The CQL driver's TLS context (None when `scylla.ssl.enabled` is false)."""
+        def unwrap(secret: SecretStr | None) -> str | None:
+            return secret.get_secret_value() if secret is not None else None
+
+        try:
+            return ssl_context(CqlTlsSettings(
+                enabled=self.ssl_enabled, truststore_path=self.ssl_truststore_path,
+                truststore_password=unwrap(self.ssl_truststore_password), keystore_path=self.ssl_keystore_path,
+                keystore_password=unwrap(self.ssl_keystore_password), cert_chain=self.ssl_cert_chain,
+                private_key=self.ssl_private_key, cipher_suites=self.ssl_cipher_suites,
+                hostname_validation=self.ssl_hostname_validation))
+        except TlsSettingError as error:
+            raise ConfigError(error.key, error.reason) from None
+
     def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings, secrets unwrapped (`kafka.sasl.password.file` read here)."""
+        """librdkafka settings, secrets unwrapped: `kafka.<secret>.file` (e.g. `kafka.sasl.password.file`,
+        a Kubernetes Secret mounted as a file) is read here into `<secret>`."""
         config = {key: value.get_secret_value() for key, value in self.kafka.items()}
-        path = config.pop("sasl.password.file", None)
-        if path is not None:
-            config["sasl.password"] = _read_secret("kafka.sasl.password.file", Path(path))
+        for name in [key for key in config if _is_secret_file(key)]:
+            config[name.removesuffix(".file")] = _read_secret(f"kafka.{name}", Path(config.pop(name)))
         return config
 
     def reader_settings(self) -> ReaderSettings:
@@ -222,7 +269,13 @@ def _text(value: Any) -> str:
 
 
 def _is_kafka_secret(name: str) -> bool:
-    return name in _KAFKA_SECRETS or "password" in name or "secret" in name
+    # `<secret>.file` holds a path, shown as it is.
+    return not name.endswith(".file") and (name in _KAFKA_SECRETS or "password" in name or "secret" in name)
+
+
+def _is_secret_file(name: str) -> bool:
+    stem = name.removesuffix(".file")
+    return stem != name and _is_kafka_secret(stem)
 
 
 def _table(text: str) -> tuple[str, str]:
@@ -335,7 +388,19 @@ def build_config(properties: Mapping[str, str]) -> BridgeConfig:
     except (SettingsError, ValueError) as error:
         key, _, reason = str(error).partition(": ")
         raise ConfigError(key, reason) from None
+    _check_credentials(config)
     return config
+
+
+def _check_credentials(config: BridgeConfig) -> None:
+    # As the Java connector's validate(): a user without a password (or the reverse) is a mistake.
+    has_password = config.scylla_password is not None or config.scylla_password_file is not None
+    if config.scylla_user and not has_password:
+        raise ConfigError("scylla.password", "required when scylla.user is set (or scylla.password.file)")
+    if has_password and not config.scylla_user:
+        raise ConfigError("scylla.user", "required when scylla.password or scylla.password.file is set")
+    if config.scylla_password is not None and config.scylla_password_file is not None:
+        raise ConfigError("scylla.password.file", "set either scylla.password or scylla.password.file, not both")
 
 
 def _reason(error: Any) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 import annotated_types
+from pydantic import SecretStr
 
 from bridge.config import BridgeConfig
 from bridge.scylla.settings import CONSISTENCY_LEVELS
@@ -48,6 +49,8 @@ def setting_schema(alias: str) -> Any:
     if info is None:
         raise KeyError(f"{alias}: not a setting")
     annotation = _plain(info.annotation)
+    if annotation is SecretStr:  # a secret the chart has no file for (scylla.ssl.*.password): refused
+        return False
     entry: dict[str, Any]
     if annotation is bool:
         entry = {"type": "boolean"}

@@ -14,15 +14,16 @@ import structlog
 from bridge.config import BridgeConfig, ConfigError
 from bridge.config_cli import add_config_arguments, config_from_args
 from bridge.envelope.errors import PlanError, SerializationError
+from bridge.kafka.access import KafkaAccessError, check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
 from bridge.observability import configure_logging, register_secret
-from bridge.observability.logs import is_secret_key
+from bridge.observability.logs import is_secret_key, mask_text
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
 from bridge.scylla.errors import TableMissingError
-from bridge.scylla.session import ClusterUnavailableError, connect
+from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 
 log = structlog.get_logger(__name__)
 KAFKA_TIMEOUT_S = 15.0
@@ -37,7 +38,8 @@ def register(commands: Any) -> None:
 
 
 def _fail(key: str, reason: str) -> int:
-    print(f"error: {key}: {reason}", file=sys.stderr)
+    # Masked like log lines: a client library's message could echo a configured secret.
+    print(mask_text(f"error: {key}: {reason}"), file=sys.stderr)
     return 2
 
 
@@ -51,8 +53,11 @@ def _run(args: argparse.Namespace) -> int:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
         cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
-                                   password=config.scylla_password_value(), local_dc=config.local_dc)
+                                   password=config.scylla_password_value(), local_dc=config.local_dc,
+                                   ssl_context=config.scylla_ssl_context())
     except ConfigError as error:
+        return _fail(error.key, error.reason)
+    except CqlAccessError as error:
         return _fail(error.key, error.reason)
     except ClusterUnavailableError as error:
         return _fail("scylla.cluster.ip.addresses", str(error))
@@ -71,6 +76,8 @@ def _run(args: argparse.Namespace) -> int:
 def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
     """Masked wherever they would appear in a log line (a driver error echoing a password)."""
     register_secret(config.scylla_password_value())
+    for secret in (config.ssl_truststore_password, config.ssl_keystore_password):
+        register_secret(secret.get_secret_value() if secret is not None else None)
     for key, value in kafka.items():
         if is_secret_key(key):
             register_secret(value)
@@ -81,15 +88,19 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
 
     from bridge.worker import Worker
 
-    admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count)]
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
     try:
+        # Before any other client: a refused password or certificate ends start-up in one line.
+        check_access(kafka, KAFKA_TIMEOUT_S)
+        admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
         worker = Worker(config, session, kafka, telemetry)
         worker.start()
+    except KafkaAccessError as error:
+        return _fail(error.key, error.reason)
     except KafkaUnavailableError as error:
         return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")
     except TableMissingError as error:

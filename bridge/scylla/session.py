@@ -4,6 +4,7 @@ forever but can only read once the driver is back)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cassandra.auth import PlainTextAuthProvider
@@ -15,6 +16,48 @@ from bridge.scylla.errors import SourceError
 
 class ClusterUnavailableError(SourceError):
     """No contact point answered, or the credentials were refused."""
+
+
+class CqlAccessError(ClusterUnavailableError):
+    """The cluster answered but refused this client for good (credentials, certificates): `key`
+    names the setting to fix. Retrying cannot help, so start-up stops at once."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(reason)
+        self.key = key
+        self.reason = reason
+
+
+def _access_error(address: str, user: str | None, tls: bool, causes: list[str]) -> CqlAccessError | None:
+    """The first cause that is a refusal, as one line naming the cluster, the problem and the key."""
+    for cause in causes:
+        if "Bad credentials" in cause or "Failed to authenticate" in cause:
+            return CqlAccessError("scylla.password", f"CQL cluster {address} refused the credentials of user "
+                                                     f"{user!r} ({_server_message(cause)})")
+        if "requires authentication" in cause:
+            return CqlAccessError("scylla.user", f"CQL cluster {address} requires authentication; set scylla.user "
+                                                 "and scylla.password (or scylla.password.file)")
+        if "Hostname mismatch" in cause or "IP address mismatch" in cause:
+            return CqlAccessError("scylla.ssl.hostname.validation", f"the certificate of CQL cluster {address} does "
+                                                                    f"not name that address ({_ssl_reason(cause)})")
+        if "CERTIFICATE_VERIFY_FAILED" in cause:
+            return CqlAccessError("scylla.ssl.truststore.path", f"the certificate of CQL cluster {address} is not "
+                                                                f"trusted ({_ssl_reason(cause)})")
+        if tls and ("EOF occurred in violation of protocol" in cause or "alert" in cause.lower()):
+            return CqlAccessError("scylla.ssl.keystore.path", f"CQL cluster {address} ended the TLS handshake: it "
+                                                              "may require a client certificate (scylla.ssl.keystore."
+                                                              "path or scylla.ssl.openssl.keyCertChain) it trusts")
+    return None
+
+
+def _server_message(cause: str) -> str:
+    found = re.search(r"\[([^\]]+)\] message=\"([^\"]*)\"", cause)
+    return f"{found.group(1)}: {found.group(2)}" if found else cause
+
+
+def _ssl_reason(cause: str) -> str:
+    found = re.search(r"certificate verify failed: ([^(]+)", cause)
+    return found.group(1).strip() if found else cause
 
 
 def connect(
@@ -41,6 +84,12 @@ def connect(
         return cluster, cluster.connect()
     except NoHostAvailable as error:
         cluster.shutdown()
-        causes = "; ".join(f"{host}: {cause}" for host, cause in error.errors.items()) or str(error)
         addresses = ",".join(f"{h}:{p}" for h, p in contact_points)
-        raise ClusterUnavailableError(f"no CQL host of {addresses} answered ({causes})") from None
+        refused = _access_error(addresses, user, ssl_context is not None, [str(c) for c in error.errors.values()])
+        if refused is not None:
+            raise refused from None
+        causes = "; ".join(f"{host}: {cause}" for host, cause in error.errors.items()) or str(error)
+        # A TLS-only node drops a plaintext client's first frame: say what that usually means.
+        dropped = ssl_context is None and any("reset by peer" in str(c) for c in error.errors.values())
+        hint = "; if the cluster takes TLS only, set scylla.ssl.enabled=true" if dropped else ""
+        raise ClusterUnavailableError(f"no CQL host of {addresses} answered ({causes}){hint}") from None
