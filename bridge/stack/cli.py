@@ -20,7 +20,11 @@ def _only(args: argparse.Namespace) -> list[str] | None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    StackManager.default().up(only=_only(args))
+    manager = StackManager.default(secure=True if args.secure else None)
+    manager.up(only=_only(args))
+    if manager.secure is not None:
+        print(f"secured: CA, client certificate and passwords in {manager.secure.folder}; worker settings in "
+              f"{manager.secure.worker_properties_path}")
     return 0
 
 
@@ -67,6 +71,11 @@ def register(commands: Any) -> None:
         if name != "status":
             sub.add_argument("service", nargs="*", metavar="SERVICE",
                              help=f"only these services, of {', '.join(SERVICES)} (default: all)")
+        if name == "up":
+            sub.add_argument("--secure", action="store_true",
+                             help="the secured variant: Kafka SASL_SSL (SCRAM-SHA-512, PLAIN) and TLS with client "
+                                  "certificates, Cassandra with passwords and TLS; certificates made at set-up. "
+                                  "Fixed per state folder")
         else:
             sub.set_defaults(service=None)
         sub.set_defaults(handler=_guarded(handler))

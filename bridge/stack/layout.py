@@ -22,6 +22,7 @@ class Endpoints:
 
     kafka_port: int = 9092
     kafka_controller_port: int = 9093
+    kafka_tls_port: int = 9094  # the secured stack's TLS (client certificate) listener
     cassandra_port: int = 9042
     cassandra_storage_port: int = 7000
     registry_port: int = 8080
@@ -36,6 +37,7 @@ class Endpoints:
         return Endpoints(
             kafka_port=self.kafka_port + offset,
             kafka_controller_port=self.kafka_controller_port + offset,
+            kafka_tls_port=self.kafka_tls_port + offset,
             cassandra_port=self.cassandra_port + offset,
             cassandra_storage_port=self.cassandra_storage_port + offset,
             registry_port=self.registry_port + offset,

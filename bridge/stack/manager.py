@@ -21,6 +21,7 @@ from bridge.stack.process import (
     spawn,
     terminate,
 )
+from bridge.stack.secure import SecureMaterial
 from bridge.stack.services import Service, all_services
 
 READY_TIMEOUT_S = 240.0
@@ -45,15 +46,20 @@ def check_java() -> None:
 
 
 class StackManager:
-    def __init__(self, layout: StackLayout, endpoints: Endpoints, say: Callable[[str], None] = print) -> None:
+    """`secure`: True for the secured variant (made once per state folder, which then stays
+    secured), None to take whatever the state folder was set up as."""
+
+    def __init__(self, layout: StackLayout, endpoints: Endpoints, say: Callable[[str], None] = print,
+                 secure: bool | None = None) -> None:
         self.layout = layout
         self.endpoints = endpoints
-        self.services = all_services(layout, endpoints)
         self.say = say
+        self.secure = _secure_material(layout, endpoints, secure)
+        self.services = all_services(layout, endpoints, self.secure)
 
     @classmethod
-    def default(cls) -> StackManager:
-        return cls(StackLayout.default(), Endpoints.from_env())
+    def default(cls, secure: bool | None = None) -> StackManager:
+        return cls(StackLayout.default(), Endpoints.from_env(), secure=secure)
 
     def service(self, name: str) -> Service:
         for service in self.services:
@@ -176,3 +182,21 @@ class StackManager:
             self.say(f"{service.name}: stopped (pid {pid})")
         PidFile(service.pid_path).remove()
         return pid is not None
+
+
+def _secure_material(layout: StackLayout, endpoints: Endpoints, secure: bool | None) -> SecureMaterial | None:
+    folder = layout.state_dir / "secure"
+    if SecureMaterial.exists_in(folder):
+        if secure is False:
+            raise StackError(f"the stack in {layout.state_dir} was set up with --secure; use another "
+                             "CDC_BRIDGE_STACK_DIR for a plain one")
+        return SecureMaterial.ensure(folder, endpoints)
+    if not secure:
+        return None
+    # Kafka's SCRAM users are written when its storage is formatted, and Cassandra's roles when it
+    # first starts: a folder that already ran plain cannot turn secure in place.
+    used = [name for name in ("kafka", "cassandra") if (layout.home(name) / "data").exists()]
+    if used:
+        raise StackError(f"the stack in {layout.state_dir} was set up without --secure ({used[0]} has data); "
+                         "use another CDC_BRIDGE_STACK_DIR (and CDC_BRIDGE_STACK_PORT_OFFSET) for a secured one")
+    return SecureMaterial.ensure(folder, endpoints)

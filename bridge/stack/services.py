@@ -16,6 +16,7 @@ from string import Template
 
 from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.process import StackError, port_open, run_checked
+from bridge.stack.secure import SecureMaterial
 
 
 def _fetch_once(recipe: Path, dest: Path, command: list[str], what: str) -> bool:
@@ -60,9 +61,10 @@ class Service(ABC):
     heap: str
     stop_grace_s: float = 30.0
 
-    def __init__(self, layout: StackLayout, endpoints: Endpoints) -> None:
+    def __init__(self, layout: StackLayout, endpoints: Endpoints, secure: SecureMaterial | None = None) -> None:
         self.layout = layout
         self.endpoints = endpoints
+        self.secure = secure  # set: the secured variant (TLS and authentication)
         self.recipe = layout.recipe(self.name)
         self.home = layout.home(self.name)
 
@@ -104,10 +106,14 @@ class Kafka(Service):
 
     @property
     def ports(self) -> tuple[int, ...]:
-        return (self.endpoints.kafka_port, self.endpoints.kafka_controller_port)
+        tls = (self.endpoints.kafka_tls_port,) if self.secure else ()
+        return (self.endpoints.kafka_port, self.endpoints.kafka_controller_port, *tls)
 
     @property
     def endpoint(self) -> str:
+        if self.secure is not None:
+            tls = f"{self.endpoints.host}:{self.endpoints.kafka_tls_port}"
+            return f"{self.endpoints.kafka_bootstrap} (SASL_SSL), {tls} (SSL)"
         return self.endpoints.kafka_bootstrap
 
     @property
@@ -118,12 +124,17 @@ class Kafka(Service):
         data = self.home / "data"
         _render(self.recipe / "server.properties.in", self._config, port=self.endpoints.kafka_port,
                 controller_port=self.endpoints.kafka_controller_port, data_dir=data)
+        if self.secure is not None:
+            self._config.chmod(0o600)  # it holds the keystore password
+            with self._config.open("a") as config:
+                config.write(self.secure.kafka_properties(self.endpoints))
         if (data / "meta.properties").exists():
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         command = ["java", "-Xmx256m", "-cp", f"{self.home / 'lib'}/*", "kafka.tools.StorageTool",
                    "format", "--standalone", "-t", cluster_id, "-c", str(self._config)]
-        run_checked(command, "formatting Kafka's KRaft storage", " ".join(command))
+        users = self.secure.kafka_format_arguments() if self.secure is not None else []
+        run_checked(command + users, "formatting Kafka's KRaft storage", " ".join(command))
 
     def command(self) -> list[str]:
         return ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
@@ -136,7 +147,9 @@ class Kafka(Service):
             return False
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.endpoint, "log_level": 0})
+        client = (self.secure.kafka_client(self.endpoints) if self.secure is not None
+                  else {"bootstrap.servers": self.endpoint})
+        admin = AdminClient({**client, "log_level": 0})
         try:
             return bool(admin.list_topics(timeout=3).brokers)
         except Exception:  # any client error simply means "not ready yet"
@@ -155,14 +168,17 @@ class Cassandra(Service):
 
     @property
     def endpoint(self) -> str:
-        return f"{self.endpoints.cassandra_host}:{self.endpoints.cassandra_port}"
+        address = f"{self.endpoints.cassandra_host}:{self.endpoints.cassandra_port}"
+        return f"{address} (TLS, password)" if self.secure is not None else address
 
     def prepare(self) -> None:
         data = self.home / "data"
         data.mkdir(parents=True, exist_ok=True)
+        security = (self.secure.cassandra_settings() if self.secure is not None
+                    else {"authenticator": "AllowAllAuthenticator", "client_encryption": ""})
         _render(self.recipe / "cassandra.yaml.in", self.home / "cassandra.yaml",
                 port=self.endpoints.cassandra_port, storage_port=self.endpoints.cassandra_storage_port,
-                data_dir=data)
+                data_dir=data, **security)
 
     def command(self) -> list[str]:
         options = [line.strip() for line in (self.recipe / "jvm17.options").read_text().splitlines()
@@ -183,6 +199,8 @@ class Cassandra(Service):
         from cassandra.cluster import Cluster
 
         logging.getLogger("cassandra").setLevel(logging.CRITICAL)
+        if self.secure is not None:
+            return self.secure.cassandra_ready(self.endpoints)
         cluster = Cluster([self.endpoints.cassandra_host], port=self.endpoints.cassandra_port,
                           protocol_version=5, connect_timeout=3)
         try:
@@ -248,5 +266,5 @@ class Apicurio(Service):
             return False
 
 
-def all_services(layout: StackLayout, endpoints: Endpoints) -> list[Service]:
-    return [Kafka(layout, endpoints), Cassandra(layout, endpoints), Apicurio(layout, endpoints)]
+def all_services(layout: StackLayout, endpoints: Endpoints, secure: SecureMaterial | None = None) -> list[Service]:
+    return [Kafka(layout, endpoints, secure), Cassandra(layout, endpoints, secure), Apicurio(layout, endpoints)]
