@@ -112,12 +112,12 @@ def owned_slots(worker: WorkerProcess) -> set[int]:
 
 
 def read_topic(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
-               settle_s: float = 3.0) -> list[tuple[bytes | None, bytes | None]]:
+               settle_s: float = 3.0, client: dict[str, str] | None = None) -> list[tuple[bytes | None, bytes | None]]:
     """Everything committed in `topic`: waits for `expected` records, then `settle_s` more so
-    that duplicates beyond it would show."""
+    that duplicates beyond it would show. `client`: extra consumer settings (security)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, **(client or {})})
     consumer.subscribe([topic])
     messages: list[tuple[bytes | None, bytes | None]] = []
     deadline = time.monotonic() + timeout_s
