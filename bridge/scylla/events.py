@@ -7,19 +7,17 @@ from dataclasses import dataclass
 
 from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.model import ChangeRecord
-from bridge.scylla.pairing import RowChange
 from bridge.scylla.positions import Position
 
 
 @dataclass(frozen=True, slots=True)
 class RecordRead:
-    """One whole record; `position` points just after it (commit it with the record).
-    `changes` pairs the record's pre/post-image rows with its delta rows by primary key."""
+    """One whole record; `position` points just after it (commit it with the record). Its
+    image rows are paired with their delta rows where they are used (`pairing.pair_images`)."""
 
     group: GroupId
     record: ChangeRecord
     position: Position
-    changes: tuple[RowChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

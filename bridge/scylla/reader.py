@@ -39,7 +39,6 @@ from bridge.scylla.events import (
     GroupFinished,
     PossibleGap,
     ReaderFailed,
-    RecordRead,
     SourceEvent,
 )
 from bridge.scylla.group_reader import GroupReader, Output, PageRequest
@@ -47,7 +46,6 @@ from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.limiter import InflightLimiter
 from bridge.scylla.metadata import MetadataQueries
 from bridge.scylla.output import OutputBuffer
-from bridge.scylla.pairing import pair_images
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
 from bridge.scylla.records import RowDecoder
 from bridge.scylla.schema import quote_identifier
@@ -356,11 +354,8 @@ class SourceReader:
         if not outputs:
             return
         events: list[SourceEvent] = []
-        keys = self._tables.get((reader.group.keyspace, reader.group.table), (0, []))[1]
         for output in outputs:
-            if isinstance(output, RecordRead) and keys:
-                output = RecordRead(output.group, output.record, output.position, pair_images(output.record, keys))
-            elif isinstance(output, GroupFinished | ReaderFailed):
+            if isinstance(output, GroupFinished | ReaderFailed):
                 self._readers.pop(reader.group.id, None)
                 self._due.sweep_soon()  # its successors may start now
                 self._log_end(reader, output)

@@ -16,6 +16,7 @@ import pytest
 
 from bridge.scylla.events import GroupFinished
 from bridge.scylla.model import ChangeRecord, Operation
+from bridge.scylla.pairing import pair_images
 from bridge.scylla.reader import SourceReader
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
@@ -107,12 +108,13 @@ def test_every_operation_kind_is_read_back_with_images(cassandra_session: Any, k
                 k: v for k, v in want_row.values.items() if v is not None
             }
         # images are paired with their delta row by primary key
-        for change in event.changes:
+        for change in pair_images(event.record, ["pk", "ck"]):
             for image in (change.pre_image, change.post_image):
                 if image is not None and change.deltas:
                     assert (image.values["pk"], image.values["ck"]) == (
                         change.deltas[0].values["pk"], change.deltas[0].values["ck"])
-    paired = [c for e in collected.records() for c in e.changes if c.pre_image and c.post_image]
+    paired = [c for e in collected.records() for c in pair_images(e.record, ["pk", "ck"])
+              if c.pre_image and c.post_image]
     assert paired, "no record carried both images"
 
 
