@@ -82,9 +82,14 @@ def _consumer_at_end(bootstrap: str, topic: str) -> Any:
     return consumer
 
 
-def run(endpoints: Endpoints, say: Callable[[str], None] = print, timeout_s: float = 60.0) -> Messages:
+def run(endpoints: Endpoints, say: Callable[[str], None] = print, timeout_s: float = 60.0,
+        spark: bool = False) -> Messages:
     topic = "demo.ks.orders"
     consumer = _consumer_at_end(endpoints.kafka_bootstrap, topic)
+    if spark:
+        from bridge.spark.demo import end_offsets
+
+        start = end_offsets(endpoints.kafka_bootstrap, topic)
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
         create_table(emu)
         say("created ks.orders with CDC (preimage) through the emulator")
@@ -104,6 +109,10 @@ def run(endpoints: Endpoints, say: Callable[[str], None] = print, timeout_s: flo
             if len(messages) < EXPECTED:
                 say(f"only {len(messages)} of {EXPECTED} records arrived; the worker's log:\n{log.read_text()[-3000:]}")
                 raise RuntimeError(f"only {len(messages)} of {EXPECTED} records arrived in {timeout_s:.0f} s")
+    if spark:
+        from bridge.spark.demo import show
+
+        show(endpoints, topic, start, say)
     return messages
 
 
@@ -146,11 +155,12 @@ def _stop(worker: subprocess.Popen[bytes], say: Callable[[str], None]) -> None:
 def register(commands: Any) -> None:
     demo = commands.add_parser("demo", help="the blog's orders example through one real worker on the local stack",
                                description=__doc__.splitlines()[0] if __doc__ else None)
+    demo.add_argument("--spark", action="store_true", help="then flatten and mirror the events with the Spark "
+                      "jobs (needs the spark extra: scripts/setup --spark)")
     demo.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
-    del args
     endpoints = Endpoints.from_env()
     down = [f"{name} {host}:{port}" for name, host, port in (
         ("Kafka", endpoints.host, endpoints.kafka_port),
@@ -160,5 +170,5 @@ def _handler(args: argparse.Namespace) -> int:
         print(f"error: the local stack is not running ({', '.join(down)} do not answer):"
               " start it with `cdc-bridge stack up` (or run scripts/demo, which does)", file=sys.stderr)
         return 2
-    run(endpoints)
+    run(endpoints, spark=args.spark)
     return 0

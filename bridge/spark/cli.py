@@ -51,6 +51,8 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
     mirror.add_argument("--delta", required=True, metavar="PATH", help="root folder of the mirror tables")
     mirror.set_defaults(handler=_mirror)
     packages = jobs.add_parser("packages", help="print the Maven packages for spark-submit --packages")
+    packages.add_argument("--fetch", action="store_true", help="download them into the Ivy cache now (once; "
+                          "a later start is then offline)")
     packages.set_defaults(handler=_packages)
 
 
@@ -182,8 +184,11 @@ def _mirror(args: argparse.Namespace) -> int:
 
 
 def _packages(args: argparse.Namespace) -> int:
-    from bridge.spark.session import packages
+    from bridge.spark.session import fetch_packages, packages
 
+    if args.fetch:
+        fetched = fetch_packages()
+        print(f"spark packages {'fetched into' if fetched else 'already in'} the Ivy cache", file=sys.stderr)
     print(",".join(packages()))
     return 0
 

@@ -63,10 +63,10 @@ def decode(batch: DataFrame, value_format: ValueFormat,
            avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None) -> list[Group]:
     """Parse `batch` (a Kafka source micro-batch, headers included); the caller persists it."""
     batch = batch.select(*_meta())
-    groups = list(_tombstones(batch))
     if value_format is ValueFormat.JSON_SCHEMAS:
-        groups += _json_with_schemas(batch)
-    elif value_format is ValueFormat.JSON:
+        return _json_with_schemas(batch)
+    groups = list(_tombstones(batch))
+    if value_format is ValueFormat.JSON:
         groups += _json_inferred(batch)
     else:
         assert avro_decoder is not None, "Avro needs a registry"
@@ -107,22 +107,40 @@ def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, 
     return Group(topic, kind, frame.select(*_meta(), env.alias("env")), env_type, shape, schema)
 
 
+_PAYLOAD = ',"payload":'
+
+
 def _json_with_schemas(batch: DataFrame) -> list[Group]:
+    """One pass finds the (topic, schema) groups and the tombstones. The schema is hashed as the
+    text before `,"payload":` (JsonConverter writes `{"schema":...,"payload":...}`; that text
+    cannot occur inside the schema except as a key of a struct default or of `parameters`, which
+    the Python-side parse of each group's schema then catches), and only the payload part of a
+    message is parsed by `from_json`, not its five times larger schema."""
     text = F.col("value").cast("string")
-    schema_text = F.from_json(text, "struct<schema:string>")["schema"]
-    rows = batch.where(F.col("value").isNotNull()).withColumn("_sid", F.md5(schema_text))
-    found = rows.groupBy("topic", "_sid").agg(F.first(schema_text).alias("schema"),
+    prefix = F.substring_index(text, _PAYLOAD, 1)
+    sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(F.md5(prefix))
+    rows = batch.withColumn("_sid", sid)
+    found = rows.groupBy("topic", "_sid").agg(F.first(prefix).alias("prefix"),
                                               F.min(F.struct("partition", "offset")).alias("first")).collect()
     groups = []
     for row in found:
-        if row["schema"] is None:
-            first = row["first"]
-            raise BadEnvelopeError(f"topic {row['topic']} partition {first['partition']} offset {first['offset']}: "
-                                   "not JSON with a schema (is value.converter.schemas.enable=false? "
-                                   "then use --format json)")
-        schema = json.loads(row["schema"])
         members = rows.where((F.col("topic") == row["topic"]) & (F.col("_sid") == row["_sid"])).drop("_sid")
-        groups.append(connect_group(row["topic"], members, text, schema, in_payload=True))
+        if row["_sid"] == "tombstone":
+            groups.append(Group(row["topic"], "tombstone", members.withColumn("env", F.lit(None))))
+            continue
+        first = row["first"]
+        where = f"topic {row['topic']} partition {first['partition']} offset {first['offset']}"
+        head = row["prefix"] or ""
+        if not head.startswith('{"schema":'):
+            raise BadEnvelopeError(f"{where}: not JSON with a schema (is value.converter.schemas.enable=false? "
+                                   "then use --format json)")
+        try:
+            schema = json.loads(head[len('{"schema":'):])
+        except ValueError:
+            raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
+        start = F.length(prefix) + len(_PAYLOAD) + 1
+        payload = F.substring(text, start, F.length(text) - start)  # without the closing brace
+        groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False))
     return groups
 
 
@@ -146,11 +164,22 @@ def _json_inferred(batch: DataFrame) -> list[Group]:
         shape = None
         if kind == "envelope":
             after = _row_type(inferred)
-            shape = shape_from_spark(after) if after is not None else None
+            shape = shape_from_spark(after, _key_names(members)) if after is not None else None
             if shape is None:
                 kind = "other"
         groups.append(Group(topic, kind, members.select(*_meta(), env.alias("env")), inferred, shape))
     return groups
+
+
+def _key_names(members: DataFrame) -> set[str]:
+    """Field names of the topic's Kafka keys (schemaless JSON), from one key."""
+    row = members.where(F.col("key").isNotNull()).select(F.col("key").cast("string").alias("k")).first()
+    if row is None:
+        return set()
+    key = json.loads(row["k"])
+    if not isinstance(key, dict):
+        raise BadEnvelopeError(f"topic {members}: a key that is not a JSON object: {row['k'][:100]}")
+    return set(key)
 
 
 def classify_inferred(inferred: T.StructType) -> Kind:

@@ -17,7 +17,11 @@ Rules (docs/spark.md "Mirror semantics"):
 - an INSERT (`op = c`) gives the row a row marker, like CQL: a row stays while it has the marker
   or any non-null regular column, and disappears otherwise (an UPDATE that nulls its last cell);
 - every stored row remembers the position (`ts_us`, offset) of the last change applied to it, and
-  changes at or before it are skipped: a micro-batch replayed after a restart changes nothing.
+  changes at or before it are skipped: a micro-batch replayed after a restart changes nothing;
+- every stored cell (and the row marker, under the key "") remembers the timestamp it was written
+  at: a range / partition delete that arrives after newer writes of its rows (the dropped-changes
+  topic is read beside the data topics, not in step with them) removes only what is older than
+  it, as in CQL where a tombstone shadows writes up to its own timestamp.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from typing import Any, Literal
 MARKER = "_cdc_marker"
 TS_US = "_cdc_ts_us"
 OFFSET = "_cdc_offset"
-HIDDEN = (MARKER, TS_US, OFFSET)
+CELL_TS = "_cdc_cell_ts"
+HIDDEN = (MARKER, TS_US, OFFSET, CELL_TS)
+ROW_MARKER = ""  # the marker's entry in CELL_TS
 
 Action = Literal["upsert", "delete", "none"]
 ELEMENTS = "__elements"
@@ -71,10 +77,12 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
     ignored_removals = 0
     for event in sorted(events, key=_order):
         if "kind" in event:
-            if row is None or (position is not None and position[0] > int(event["ts"])):
-                continue  # no row, or one rewritten after this delete (a replayed micro-batch)
-            if in_range(spec, row, event):
-                row, position, changed = None, None, True
+            if row is None or not in_range(spec, row, event):
+                continue
+            if _shadow(spec, row, int(event["ts"])):
+                changed = True
+                if not _exists(spec, row):
+                    row, position = None, None
             continue
         event_position = _order(event)
         if position is not None and event_position <= position:
@@ -87,16 +95,22 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
             row = {name: after.get(name) for name in spec.key_columns}
             row.update({c.name: None for c in spec.value_columns})
             row[MARKER] = False
+        written = dict(row.get(CELL_TS) or {})
+        ts = int(event["ts"])
         if event["op"] == "c":
             row[MARKER] = True
+            written[ROW_MARKER] = ts
         for column in spec.value_columns:
             cell = after.get(column.name)
             if cell is not None:
                 row[column.name] = _normalise(cell.get("value"), column)
+                written[column.name] = ts
             elements = after.get(column.name + ELEMENTS) if column.has_elements else None
             if elements is not None:
                 row[column.name], ignored = apply_elements(row[column.name], elements, column)
                 ignored_removals += ignored
+                written[column.name] = ts
+        row[CELL_TS] = written
         position = event_position
         row[TS_US], row[OFFSET] = position[0], position[2]
         changed = True
@@ -105,6 +119,24 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
     if row is None or not _exists(spec, row):
         return FoldResult("delete" if stored is not None else "none", None, ignored_removals)
     return FoldResult("upsert", row, ignored_removals)
+
+
+def _shadow(spec: FoldSpec, row: dict[str, Any], ts: int) -> bool:
+    """Apply a range / partition delete at `ts` to a row it covers: cells and the marker written
+    at or before `ts` go (a tombstone wins a tie); returns whether anything went."""
+    written = dict(row.get(CELL_TS) or {})
+    removed = False
+    for column in spec.value_columns:
+        if row.get(column.name) is not None and written.get(column.name, 0) <= ts:
+            row[column.name] = None
+            written.pop(column.name, None)
+            removed = True
+    if row.get(MARKER) and written.get(ROW_MARKER, 0) <= ts:
+        row[MARKER] = False
+        written.pop(ROW_MARKER, None)
+        removed = True
+    row[CELL_TS] = written
+    return removed
 
 
 def _exists(spec: FoldSpec, row: Mapping[str, Any]) -> bool:

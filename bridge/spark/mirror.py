@@ -15,6 +15,7 @@ Column roles are kept in the Delta schema's field metadata (`cdc.role`, `cdc.col
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -29,6 +30,7 @@ from bridge.spark.decode import Group, ValueFormat, decode
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.fold import HIDDEN, fold
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, stored_rows
+from bridge.spark.mirror_tombstones import TombstoneStore
 from bridge.spark.shape import ColumnShape
 
 log = structlog.get_logger(__name__)
@@ -89,11 +91,17 @@ class MirrorWriter:
         self.name = name
         self.value_format = value_format
         self.avro_decoder = avro_decoder
+        self._columns: dict[str, MirrorColumns] = {}  # per table path, once the Delta table exists
+        self._tombstones: dict[str, TombstoneStore] = {}
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
 
+    def tombstone_path(self, keyspace: str, table: str) -> str:
+        return f"{self.root}/_cdc_dropped/{keyspace}/{table}"
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
         batch = batch.persist()
         try:
             groups = decode(batch, self.value_format, self.avro_decoder)
@@ -103,9 +111,14 @@ class MirrorWriter:
                     tables[group.keyspace_table].append(group)
             dropped = self._dropped(groups)
             for table in sorted(set(tables) | set(dropped)):
-                self.apply(batch.sparkSession, table, tables.get(table, []), dropped.get(table, []), batch_id)
+                table_started = time.monotonic()
+                changed = self.apply(batch.sparkSession, table, tables.get(table, []), dropped.get(table, []),
+                                     batch_id)
+                log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
+                         rows_changed=changed, seconds=round(time.monotonic() - table_started, 2))
         finally:
             batch.unpersist()
+        log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
 
     def _dropped(self, groups: list[Group]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Range and partition deletes by table, as the fold's dicts (few: collected)."""
@@ -139,41 +152,57 @@ class MirrorWriter:
         return key
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
-              dropped: list[dict[str, Any]], batch_id: int) -> None:
+              dropped: list[dict[str, Any]], batch_id: int) -> int:
+        """Mirror one table's changes of the micro-batch; returns the rows upserted or deleted."""
         from delta.tables import DeltaTable
 
         path = self.path(*table)
-        exists = DeltaTable.isDeltaTable(spark, path)
-        columns = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema) if exists else MirrorColumns(())
+        known = self._columns.get(path)
+        if known is None and DeltaTable.isDeltaTable(spark, path):
+            known = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
+        columns = known or MirrorColumns(())
         for group in groups:
             assert group.shape is not None
             columns = columns.merged_with(group.shape.columns)
         if not columns.columns:
-            return  # dropped changes of a table the mirror has never seen: nothing to delete
-        self._ensure_table(spark, path, columns, exists)
-        partition_keys = [name for name, value in dropped[0]["key"].items() if value is not None] if dropped else []
+            return 0  # dropped changes of a table the mirror has never seen: nothing to delete
+        if known is None or len(columns.columns) != len(known.columns):
+            self._ensure_table(spark, path, columns, known is not None)
+        self._columns[path] = columns
+        app_id = f"{self.name}:{table[0]}.{table[1]}"
+        store = self._tombstones.setdefault(path, TombstoneStore(self.tombstone_path(*table)))
+        partition_keys = store.partition_keys(spark, dropped)
+        new_dropped = store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id) \
+            if dropped else None
         target = DeltaTable.forPath(spark, path)
         changes = self._changes(groups, columns, partition_keys)
         stored = stored_rows(target.toDF(), columns, partition_keys)
         keys = [stored.join(changes.select("key_json"), "key_json", "left_semi")] if changes is not None else []
-        dropped_frame = self._dropped_frame(spark, columns, partition_keys, dropped) if dropped else None
-        if dropped_frame is not None:
-            keys.append(stored.join(dropped_frame.select("pk_json"), "pk_json", "left_semi"))
+        if new_dropped is not None:
+            keys.append(stored.join(new_dropped.select("pk_json").distinct(), "pk_json", "left_semi"))
         if not keys:
-            return
+            return 0
         relevant = keys[0] if len(keys) == 1 else keys[0].unionByName(keys[1]).dropDuplicates(["key_json"])
         if changes is not None:
             joined = changes.join(relevant.withColumnRenamed("pk_json", "stored_pk"), "key_json", "full_outer")
             joined = joined.select("key_json", F.coalesce("pk_json", "stored_pk").alias("pk_json"), "events", "row")
         else:
             joined = relevant.withColumn("events", F.lit(None).cast("array<string>"))
-        if dropped_frame is not None:
-            joined = joined.join(dropped_frame, "pk_json", "left")
+        deletes = store.for_partitions(spark, joined) if partition_keys else None
+        if deletes is not None:
+            joined = joined.join(deletes, "pk_json", "left")
         else:
             joined = joined.withColumn("dropped", F.lit(None).cast("array<string>"))
         folded = joined.select("key_json", fold_udf(columns)("row", "events", "dropped").alias("r"))
-        source = self._merge_source(folded.where(F.col("r.action") != "none"), columns)
-        self._merge(spark, target, source, columns, f"{self.name}:{table[0]}.{table[1]}", batch_id)
+        # Computed once (the MERGE would evaluate its source twice: to find files, then to write).
+        source = self._merge_source(folded.where(F.col("r.action") != "none"), columns).persist()
+        try:
+            changed = source.count()
+            if changed:
+                self._merge(spark, target, source, columns, app_id, batch_id)
+        finally:
+            source.unpersist()
+        return changed
 
     def _changes(self, groups: list[Group], columns: MirrorColumns, partition_keys: list[str]) -> DataFrame | None:
         frames = [change_events(g, columns, partition_keys) for g in groups]
@@ -184,16 +213,6 @@ class MirrorWriter:
             events = events.unionByName(frame)
         return events.groupBy("key_json").agg(F.first("pk_json").alias("pk_json"),
                                                F.collect_list("event").alias("events"))
-
-    def _dropped_frame(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
-                       dropped: list[dict[str, Any]]) -> DataFrame:
-        pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
-        rows = [(orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode(), orjson.dumps(d).decode())
-                for d in dropped]
-        frame = spark.createDataFrame(rows, "pk string, event string")
-        pk_json = F.to_json(F.from_json("pk", pk_type), JSON_OPTIONS)
-        return frame.select(pk_json.alias("pk_json"), "event").groupBy("pk_json").agg(
-            F.collect_list("event").alias("dropped"))
 
     def _merge_source(self, folded: DataFrame, columns: MirrorColumns) -> DataFrame:
         key_type = T.StructType([T.StructField(c.name, c.spark_type) for c in columns.keys])

@@ -17,12 +17,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.decode import Group
-from bridge.spark.fold import MARKER, OFFSET, TS_US, FoldSpec, ValueColumn
+from bridge.spark.fold import CELL_TS, MARKER, OFFSET, TS_US, FoldSpec, ValueColumn
 from bridge.spark.shape import ColumnShape
 
 JSON_OPTIONS = {"ignoreNullFields": "false"}
 HIDDEN_FIELDS = (T.StructField(MARKER, T.BooleanType()), T.StructField(TS_US, T.LongType()),
-                 T.StructField(OFFSET, T.LongType()))
+                 T.StructField(OFFSET, T.LongType()), T.StructField(CELL_TS, T.MapType(T.StringType(), T.LongType())))
 
 
 @dataclass(frozen=True)

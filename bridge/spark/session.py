@@ -13,7 +13,9 @@ its jar is not on Maven Central, and pyspark 4.3 is outside delta-spark's `pyspa
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,18 @@ def ivy_dir() -> Path:
     return Path(os.environ.get("CDC_BRIDGE_IVY_DIR") or Path.home() / ".ivy2")
 
 
+def fetch_packages() -> bool:
+    """Resolve the packages into the Ivy cache by starting (and stopping) a local session, unless
+    a stamp says this set was fetched before; returns whether it fetched."""
+    stamp = ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}"
+    if stamp.exists():
+        return False
+    build_session("local[1]", app_name="cdc-bridge-fetch").stop()
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.touch()
+    return True
+
+
 def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-spark",
                   conf: dict[str, str] | None = None) -> Any:
     """A local session with the packages (`master`), or the spark-submit one (`master=None`)."""
@@ -59,7 +73,9 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-        settings = {**_LOCAL_CONF, "spark.jars.packages": ",".join(packages()), "spark.jars.ivy": str(ivy_dir())}
+        # Python workers run this interpreter (the venv with bridge, orjson), not `python3` on PATH.
+        settings = {**_LOCAL_CONF, "spark.jars.packages": ",".join(packages()), "spark.jars.ivy": str(ivy_dir()),
+                    "spark.pyspark.python": sys.executable}
         for key, value in settings.items():
             builder = builder.config(key, value)
     for key, value in {**_SQL_CONF, **(conf or {})}.items():

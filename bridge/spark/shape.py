@@ -162,8 +162,10 @@ def _is_cell_spark(data_type: T.DataType) -> bool:
     return isinstance(data_type, T.StructType) and data_type.fieldNames() == ["value"]
 
 
-def shape_from_spark(row_type: T.StructType) -> TableShape:
-    """The shape of an inferred (schemaless JSON) row type: cells recognised by their form."""
+def shape_from_spark(row_type: T.StructType, key_names: set[str]) -> TableShape:
+    """The shape of an inferred (schemaless JSON) row type. Key columns are the Kafka key's fields;
+    a cell that was null in every message of the batch is inferred as a string: its type then
+    comes from its element changes when it has some (a set's, map's, list's or UDT's added part)."""
     names = set(row_type.fieldNames())
     columns = []
     for field in row_type.fields:
@@ -171,13 +173,29 @@ def shape_from_spark(row_type: T.StructType) -> TableShape:
         if name.endswith(ELEMENTS_SUFFIX) and name[: -len(ELEMENTS_SUFFIX)] in names:
             continue
         elements = row_type[name + ELEMENTS_SUFFIX].dataType if name + ELEMENTS_SUFFIX in names else None
+        if name in key_names:
+            columns.append(ColumnShape(name, True, field.dataType))
+            continue
         if _is_cell_spark(field.dataType):
             assert isinstance(field.dataType, T.StructType)
             inner = field.dataType["value"].dataType
-            columns.append(ColumnShape(name, False, inner, None, _collection(inner, elements), elements is not None))
         else:
-            columns.append(ColumnShape(name, True, field.dataType))
+            inner = _type_from_elements(elements) or T.StringType()
+        columns.append(ColumnShape(name, False, inner, None, _collection(inner, elements), elements is not None))
     return TableShape(tuple(columns), row_type)
+
+
+def _type_from_elements(elements: T.DataType | None) -> T.DataType | None:
+    if not isinstance(elements, T.StructType) or "added" not in elements.fieldNames():
+        return None
+    added = elements["added"].dataType
+    if isinstance(added, T.StructType):
+        return added  # a UDT
+    if isinstance(added, T.ArrayType):
+        # a set's elements, or a map's entries; a list's entries (keyed by timeuuid text) cannot be
+        # told from a map<text, V>'s without a schema and read as a map (docs/spark.md)
+        return added
+    return None
 
 
 # ----------------------------------------------------------------------------- Avro

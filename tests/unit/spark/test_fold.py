@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bridge.spark.fold import MARKER, OFFSET, TS_US, FoldSpec, ValueColumn, fold, in_range
+from bridge.spark.fold import CELL_TS, MARKER, OFFSET, TS_US, FoldSpec, ValueColumn, fold, in_range
 
 SPEC = FoldSpec(
     key_columns=("ck", "pk"),
@@ -30,6 +30,7 @@ def stored(**values: Any) -> dict[str, Any]:
     row = {"pk": 1, "ck": 1, "m": None, "s": None, "u": None, "l": None, "v": None, MARKER: True, TS_US: 10,
            OFFSET: 1}
     row.update(values)
+    row.setdefault(CELL_TS, {name: row[TS_US] for name in ("", "m", "s", "u", "l", "v")})
     return row
 
 
@@ -137,6 +138,25 @@ def test_range_delete_removes_older_rows_only() -> None:
     event = dropped("range_delete", 20, {"ck": 0}, {"ck": None})
     assert fold(SPEC, stored(ck=5), [event]).action == "delete"
     assert fold(SPEC, stored(ck=5, **{TS_US: 25}), [event]).action == "none"
+
+
+def test_a_late_range_delete_removes_only_the_cells_older_than_it() -> None:
+    """The dropped-changes topic lags: the delete at 20 arrives after the row's write at 25."""
+    row = stored(ck=5, v=1, s=[2], **{TS_US: 25, CELL_TS: {"": 10, "v": 10, "s": 25}})
+    result = fold(SPEC, row, [dropped("range_delete", 20, {"ck": 0}, {"ck": None})])
+    assert result.action == "upsert" and result.row is not None
+    assert result.row["v"] is None and result.row["s"] == [2] and result.row[MARKER] is False
+    again = fold(SPEC, result.row, [dropped("range_delete", 20, {"ck": 0}, {"ck": None})])
+    assert again.action == "none"
+
+
+def test_older_writes_arriving_after_a_stored_range_delete_stay_deleted() -> None:
+    """The data topic lags: the stored delete at 30 is folded with the late writes at 20 and 25."""
+    late = [change("c", 20, 4, v={"value": 1}), change("u", 25, 5, s={"value": [3]})]
+    result = fold(SPEC, None, [*late, dropped("partition_delete", 30)])
+    assert result.action == "none"
+    newer = fold(SPEC, None, [change("u", 35, 6, v={"value": 2}), dropped("partition_delete", 30)])
+    assert newer.row is not None and newer.row["v"] == 2
 
 
 def test_partition_delete_then_write_in_the_same_batch() -> None:

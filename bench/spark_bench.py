@@ -1,0 +1,118 @@
+"""Spark jobs throughput in local[2]: flatten (to Kafka, exactly once) and mirror (Delta MERGE), in
+rows/s of input envelopes, over a random workload carried by a real `cdc-bridge run` worker; the
+mirror is then compared with the Cassandra tables (the issue's 5,000-operation acceptance).
+
+    .venv/bin/python bench/spark_bench.py [--operations 5000] [--batch 0]
+
+Needs the local stack. Prints one JSON object. Session start-up (JVM, packages) is excluded from
+the rates and reported apart; each job runs with --available-now semantics (`--batch N` caps the
+records per micro-batch; 0: one micro-batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bridge.sim import Emulator
+from bridge.stack.manager import StackManager
+from tests.integration.worker.harness import start_worker, worker_properties, write_properties
+from tests.spark import workload
+from tests.spark.jobs import end_offsets, wait_settled
+
+
+def run_query(start: Any) -> float:
+    began = time.monotonic()
+    query = start()
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return time.monotonic() - began
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--operations", type=int, default=5000)
+    parser.add_argument("--batch", type=int, default=0, help="max records per micro-batch (0: all in one)")
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+    endpoints = StackManager.default().endpoints
+    folder = Path(tempfile.mkdtemp(prefix="spark-bench-"))
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    keyspace = f"ks_bench_{uuid.uuid4().hex[:8]}"
+    result: dict[str, Any] = {"operations": args.operations, "master": "local[2]",
+                              "load_average": os.getloadavg()}
+    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
+        emu.session.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                            "'replication_factor': 1}")
+        try:
+            tables = workload.create_tables(emu, keyspace)
+            config = write_properties(folder / "worker.properties", worker_properties(endpoints, name, tables, **{
+                "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true",
+                "dropped.changes.topic": f"{name}.dropped"}))
+            worker = start_worker(config, folder, "worker")
+            try:
+                began = time.monotonic()
+                result["kinds"] = dict(workload.run(emu, keyspace, args.operations, args.seed))
+                result["workload_s"] = round(time.monotonic() - began, 1)
+                topics = [f"{name}.{t}" for t in tables] + [f"{name}.dropped"]
+                wait_settled(endpoints.kafka_bootstrap, topics, timeout_s=600)
+            finally:
+                worker.kill()
+            records = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())  # incl. txn markers
+            result.update(_spark(endpoints, folder, name, topics, keyspace, args, emu))
+            result["input_offsets"] = records
+        finally:
+            emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    print(json.dumps(result))
+    return 0
+
+
+def _spark(endpoints: Any, folder: Path, name: str, topics: list[str], keyspace: str, args: argparse.Namespace,
+           emu: Emulator) -> dict[str, Any]:
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.jobs import RunOptions, SourceOptions, start_flatten, start_mirror
+    from bridge.spark.session import build_session
+    from bridge.spark.smt_options import SmtOptions
+
+    began = time.monotonic()
+    spark = build_session("local[2]", app_name="cdc-bridge-bench")
+    out: dict[str, Any] = {"session_start_s": round(time.monotonic() - began, 1)}
+    source = SourceOptions(bootstrap_servers=endpoints.kafka_bootstrap, topics=tuple(topics),
+                           value_format=ValueFormat.JSON_SCHEMAS, max_offsets_per_trigger=args.batch or None)
+    rows = spark.read.format("kafka").option("kafka.bootstrap.servers", endpoints.kafka_bootstrap) \
+        .option("subscribe", ",".join(topics)).option("kafka.isolation.level", "read_committed").load().count()
+    out["input_records"] = rows
+    smt = SmtOptions.from_properties({"delete.tombstone.handling.mode": "rewrite", "add.fields": "op,source.ts_ms"})
+    flatten_s = run_query(lambda: start_flatten(
+        spark, source, smt, RunOptions(str(folder / "ckpt-flatten"), name=f"{name}-flatten", available_now=True),
+        topic_rule="{topic}.flat", delta_root=None))
+    out["flatten_s"] = round(flatten_s, 1)
+    out["flatten_rows_per_s"] = round(rows / flatten_s)
+    mirror_s = run_query(lambda: start_mirror(
+        spark, source, RunOptions(str(folder / "ckpt-mirror"), name=f"{name}-mirror", available_now=True),
+        delta_root=str(folder / "mirror")))
+    out["mirror_s"] = round(mirror_s, 1)
+    out["mirror_rows_per_s"] = round(rows / mirror_s)
+    diffs = {}
+    for table in workload.TABLES:
+        base = workload.base_rows(emu.session, keyspace, table)
+        mirror = workload.mirror_rows(spark, str(folder / "mirror" / keyspace / table), table)
+        diffs[table] = {"base_rows": len(base), "mirror_rows": len(mirror),
+                        "differences": workload.differences(base, mirror, limit=3)}
+    out["mirror_check"] = diffs
+    spark.stop()
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Real `cdc-bridge spark ...` processes for tests: start, SIGKILL (its own process group), progress
+from the checkpoint, and waiting for the worker's topics to settle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+CLI = [sys.executable, "-m", "bridge.cli", "spark"]
+
+
+@dataclass
+class SparkJob:
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    checkpoint: Path
+
+    def committed_batches(self) -> int:
+        commits = self.checkpoint / "commits"
+        return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
+
+    def planned_batches(self) -> int:
+        offsets = self.checkpoint / "offsets"
+        return len([p for p in offsets.iterdir() if p.name.isdigit()]) if offsets.exists() else 0
+
+    def kill(self) -> None:
+        """SIGKILL the job's process group (the Python driver and its JVM), started by us."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def wait(self, timeout_s: float) -> int:
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"spark job still running after {timeout_s} s; log: {self.tail()}") from None
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def start_job(args: list[str], log_dir: Path, checkpoint: Path) -> SparkJob:
+    log_path = log_dir / f"spark-{uuid.uuid4().hex[:6]}.log"
+    with log_path.open("wb") as out:
+        process = subprocess.Popen([*CLI, *args, "--checkpoint", str(checkpoint)], stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    return SparkJob(process, log_path, checkpoint)
+
+
+def wait_until(condition: object, timeout_s: float, what: str, job: SparkJob | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        if job is not None and job.process.poll() is not None:
+            raise AssertionError(f"spark job exited ({job.process.returncode}) before {what}: {job.tail()}")
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}" + (f": {job.tail()}" if job else ""))
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex[:8]}"})
+    try:
+        found = {}
+        metadata = consumer.list_topics(timeout=30)
+        for topic in topics:
+            if topic not in metadata.topics:
+                continue
+            for partition in metadata.topics[topic].partitions:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+                found[(topic, partition)] = high
+        return found
+    finally:
+        consumer.close()
+
+
+def wait_settled(bootstrap: str, topics: list[str], timeout_s: float = 180.0, quiet_s: float = 6.0) -> None:
+    """Until the topics' end offsets stop moving for `quiet_s` (the worker delivered everything)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = end_offsets(bootstrap, topics), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(1.5)
+        now = end_offsets(bootstrap, topics)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif sum(now.values()) > 0 and time.monotonic() - since >= quiet_s:
+            return
+    raise AssertionError(f"topics {topics} still growing after {timeout_s} s")
