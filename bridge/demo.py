@@ -112,7 +112,7 @@ def run(endpoints: Endpoints, say: Callable[[str], None] = print, timeout_s: flo
     if spark:
         from bridge.spark.demo import show
 
-        show(endpoints, topic, start, say)
+        show(endpoints.kafka_bootstrap, topic, start, say)
     return messages
 
 

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bridge.stack.layout import Endpoints
-
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
@@ -24,7 +22,7 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def show(endpoints: Endpoints, topic: str, start: dict[int, int], say: Callable[[str], None] = print) -> None:
+def show(bootstrap: str, topic: str, start: dict[int, int], say: Callable[[str], None] = print) -> None:
     from bridge.spark.decode import ValueFormat
     from bridge.spark.jobs import RunOptions, SourceOptions, start_flatten, start_mirror
     from bridge.spark.session import build_session
@@ -33,7 +31,7 @@ def show(endpoints: Endpoints, topic: str, start: dict[int, int], say: Callable[
     say("starting Spark (local[2]; the Kafka source and Delta come from the Ivy cache)")
     spark = build_session("local[2]", app_name="cdc-bridge-demo")
     starting = json.dumps({topic: {str(p): o for p, o in start.items()}})
-    source = SourceOptions(bootstrap_servers=endpoints.kafka_bootstrap, topics=(topic,),
+    source = SourceOptions(bootstrap_servers=bootstrap, topics=(topic,),
                            value_format=ValueFormat.JSON, starting_offsets=starting)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
