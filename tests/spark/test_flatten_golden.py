@@ -51,23 +51,25 @@ def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
         records += emu.execute(f"DELETE FROM {keyspace}.t WHERE pk = 1 AND ck > 3")
         schema = emu.table(keyspace, "t").schema
         producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+        failures: list[Any] = []
         found = {}
-        for schemas in ("false", "true"):
+        for schemas in (False, True):
             prefix = f"g{uuid.uuid4().hex[:8]}"
-            settings = EnvelopeSettings.from_properties({
-                "topic.prefix": prefix, "key.converter.schemas.enable": schemas,
-                "value.converter.schemas.enable": schemas, "dropped.changes.topic": f"{prefix}.dropped"})
+            settings = EnvelopeSettings(
+                topic_prefix=prefix, key_converter_schemas_enable=schemas,
+                value_converter_schemas_enable=schemas, dropped_changes_topic=f"{prefix}.dropped")
             translator = Translator(settings, clock_micros=lambda: NOW_US)
             serializer = build_record_serializer(settings)
             ts_ms = []
             for record in records:
                 for out in translator.translate(record, schema).records:
                     key, value = serializer.serialize(out)
-                    producer.produce(out.topic, key=key, value=value)
+                    producer.produce(out.topic, key=key, value=value,
+                                     on_delivery=lambda err, _msg: err and failures.append(err))
                     if out.value is not None and "op" in out.value:
                         ts_ms.append(out.value["source"]["ts_ms"])
-            producer.flush(30)
-            found[schemas] = Written(prefix, ts_ms)
+            assert producer.flush(30) == 0 and not failures, f"golden records not delivered: {failures}"
+            found["true" if schemas else "false"] = Written(prefix, ts_ms)
         try:
             yield found
         finally:

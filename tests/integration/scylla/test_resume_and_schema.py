@@ -167,7 +167,9 @@ def test_alter_table_add_and_drop_while_reading(cassandra_session: Any, keyspace
             for i in range(30):
                 written += emu.execute(phase.format(i=i, k=i % 7))
                 time.sleep(0.02)
-            run_reader(reader, lambda c: True, timeout_s=5, collected=collected)
+            # Each phase is read before the next ALTER, or the "before" rows would be read
+            # through the newer schema (a busy machine reads slower than 5 s of polling).
+            run_reader(reader, lambda c: len(c.records()) >= len(written), timeout_s=30, collected=collected)
         until = max(r.micros for r in written) + 1
         run_reader(reader, lambda c: len(c.records()) >= len(written) and all(
             c.progress_of(g) >= until for g in c.started), timeout_s=30, collected=collected)
