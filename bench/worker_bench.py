@@ -18,6 +18,7 @@ Prints one JSON object. Run on an idle machine; Kafka and Cassandra share its co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -60,17 +61,21 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
-def start_workers(config: Path, count: int, log_dir: Path, profile: str | None = None) -> list[subprocess.Popen[bytes]]:
+def start_workers(config: Path, count: int, log_dir: Path, profile: str | None = None,
+                  gil_only: bool = False) -> list[subprocess.Popen[bytes]]:
     """`profile`: py-spy attached to the first worker, collapsed stacks of all threads into this
-    file (written when the worker exits; the profiler is the last process of the list)."""
+    file (written when the worker exits; the profiler is the last process of the list).
+    `gil_only`: only the thread holding the GIL is sampled, so threads waiting for it (which
+    cost no CPU) do not blur where the Python CPU goes."""
     processes = []
     for index in range(count):
         command = [sys.executable, "-m", "bridge.cli", "run", "--config", str(config)]
         with (log_dir / f"worker-{index}.log").open("wb") as out:
             processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
     if profile:
-        processes.append(subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile,
-                                           "--pid", str(processes[0].pid)], stdout=subprocess.DEVNULL))
+        command = ["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile,
+                   "--pid", str(processes[0].pid), *(["--gil"] if gil_only else [])]
+        processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
     return processes
 
 
@@ -91,6 +96,20 @@ def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
         fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks
+
+
+def thread_cpu_s(process: subprocess.Popen[bytes]) -> dict[str, float]:
+    """CPU seconds of one process by thread name (librdkafka names its threads `rdk:*`; Python's
+    threads all carry the interpreter's name): how much of the CPU is the producer's C code."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    totals: dict[str, float] = {}
+    for task in Path(f"/proc/{process.pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            name, rest = (task / "stat").read_text().split(" (", 1)[1].rsplit(")", 1)
+            fields = rest.split()
+            kind = name.split("/")[0].rstrip("0123456789") if name.startswith("rdk:") else name
+            totals[kind] = totals.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return {kind: round(cpu, 2) for kind, cpu in sorted(totals.items(), key=lambda item: -item[1])}
 
 
 def rss_mb(process: subprocess.Popen[bytes]) -> float:
@@ -133,7 +152,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        processes = start_workers(config, args.workers, Path(folder), args.profile)
+        processes = start_workers(config, args.workers, Path(folder), args.profile, args.profile_gil)
         received = 0
         first: tuple[int, float, float] | None = None  # (received, time, CPU) when the first envelopes came
         rss: dict[str, float] = {}  # the first worker's RSS when a quarter, half, all of the backlog was read
@@ -146,6 +165,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
                     rss[share] = rss_mb(processes[0])
         elapsed = time.monotonic() - started
         last = (received, time.monotonic(), cpu_seconds(processes))
+        threads = thread_cpu_s(processes[0])
         stop_workers(processes)
         consumer.close()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -156,7 +176,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         "elapsed_s": round(elapsed, 2), "envelopes_per_s": round(received / elapsed),
         "worker_cpu_s": round(cpu_s, 2), "envelopes_per_cpu_s": round(received / cpu_s) if cpu_s else None,
         "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace, "topic": f"{name}.{keyspace}.t",
-        **steady_figures(first, last), "rss_mb_at_backlog_read": rss,
+        **steady_figures(first, last), "rss_mb_at_backlog_read": rss, "first_worker_cpu_s_by_thread": threads,
         "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only",
     }
 
@@ -206,6 +226,7 @@ def main() -> int:
     up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its table t)")
     up.add_argument("--timeout", type=float, default=900)
     up.add_argument("--profile", metavar="FILE", help="py-spy the first worker into FILE (collapsed stacks)")
+    up.add_argument("--profile-gil", action="store_true", help="with --profile: sample only the GIL holder")
     lat = modes.add_parser("latency")
     lat.add_argument("--rate", type=float, default=1000)
     lat.add_argument("--seconds", type=float, default=30)
