@@ -212,7 +212,10 @@ class SourceReader:
                 time.sleep(_MAX_IDLE_S)
 
     def _idle_seconds(self) -> float:
-        if self._output.rows >= self.settings.max_buffered_rows:
+        # With no reader there is nothing to issue (and no sweep runs to move its timer on): wait
+        # for the inbox, whose every message (a start, an answer, discovery) wakes the thread.
+        # Without this the thread spun while the worker joined its group, at 100% of a core.
+        if self._output.rows >= self.settings.max_buffered_rows or not self._readers:
             return _MAX_IDLE_S
         if self._due.any_due() and self._limiter.in_flight < self._limiter.limit:
             return 0.0

@@ -45,3 +45,18 @@ def test_reads_records_of_every_stream_in_order(cassandra_session: Any, keyspace
         )
     finally:
         reader.close()
+
+
+def test_scheduler_waits_without_spinning_while_no_group_is_started(cassandra_session: Any, keyspace: str) -> None:
+    """A worker joins its slot group for seconds before it starts a group: the scheduler thread
+    must sleep meanwhile (it once spun at 100% of a core, a third of a catch-up's CPU)."""
+    reader = SourceReader(cassandra_session, settings_for(keyspace))
+    try:
+        clock = time.pthread_getcpuclockid(reader._thread.ident or 0)
+        time.sleep(0.3)
+        cpu_before, wall_before = time.clock_gettime(clock), time.monotonic()
+        time.sleep(1.0)
+        busy = (time.clock_gettime(clock) - cpu_before) / (time.monotonic() - wall_before)
+        assert busy < 0.05, f"the scheduler thread used {busy:.0%} of a core with nothing to read"
+    finally:
+        reader.close()
