@@ -40,6 +40,9 @@ def run_query(start: Any) -> float:
 
 
 def main() -> int:
+    # Spark, Ivy and the jobs' logs write to stdout too: the JSON goes to the real stdout alone.
+    report = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--operations", type=int, default=5000)
     parser.add_argument("--batch", type=int, default=0, help="max records per micro-batch (0: all in one)")
@@ -73,7 +76,7 @@ def main() -> int:
             result["input_offsets"] = records
         finally:
             emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
-    print(json.dumps(result))
+    print(json.dumps(result), file=report, flush=True)
     return 0
 
 

@@ -169,7 +169,9 @@ def test_alter_table_add_and_drop_while_reading(cassandra_session: Any, keyspace
                 time.sleep(0.02)
             # Each phase is read before the next ALTER, or the "before" rows would be read
             # through the newer schema (a busy machine reads slower than 5 s of polling).
-            run_reader(reader, lambda c: len(c.records()) >= len(written), timeout_s=30, collected=collected)
+            phase_end = len(written)
+            run_reader(reader, lambda c: len(c.records()) >= phase_end, timeout_s=30,  # noqa: B023 (called now)
+                       collected=collected)
         until = max(r.micros for r in written) + 1
         run_reader(reader, lambda c: len(c.records()) >= len(written) and all(
             c.progress_of(g) >= until for g in c.started), timeout_s=30, collected=collected)
