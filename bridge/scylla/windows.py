@@ -8,9 +8,9 @@ Pure code; all times are microseconds. Rules:
 - when it is caught up, the window runs up to `now - confidence` as soon as at least one poll
   interval of new time has passed the confidence window, so the delay from write to record is
   the confidence window plus at most one poll interval plus the query time.
-- the adaptive size doubles after a full-size window that returned few rows and halves after
-  one that returned many: large windows skip empty history fast, small ones bound the work of
-  one window.
+- the adaptive size doubles after a full-size window that returned few rows (grows eightfold
+  after an empty one) and halves after one that returned many: large windows skip empty
+  history fast, small ones bound the work of one window.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from bridge.scylla.settings import ReaderSettings
 
 MS = 1000
+_EMPTY_GROWTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,4 +90,8 @@ class WindowPlanner:
         if rows > self._target_rows:
             self.size_us = max(self.size_us // 2, self._min_size)
         elif full and rows * 2 < self._target_rows:
-            self.size_us = min(self.size_us * 2, self._max_size)
+            # An empty window costs a query per stream and finds nothing: skip empty history
+            # (the lookback before the first change) in a few large steps, not one doubling at
+            # a time. A window that then finds many rows halves the size again.
+            growth = _EMPTY_GROWTH if rows == 0 else 2
+            self.size_us = min(self.size_us * growth, self._max_size)
