@@ -250,7 +250,9 @@ class GroupReader:
             cursor = state.cursors[state.current]
             if cursor.page is None:
                 break
-            rows = [r for r in cursor.page if self._keep(r)]
+            # Filtering is only needed when resuming inside a window or near a known end.
+            filtering = self._resume is not None or self.end_us is not None
+            rows = [r for r in cursor.page if self._keep(r)] if filtering else cursor.page
             state.rows += len(cursor.page)
             cursor.page = None
             for record in cursor.assembler.add(rows):

@@ -41,7 +41,10 @@ class Operation(IntEnum):
         return 5 <= self.value <= 8
 
 
-@dataclass(frozen=True, slots=True)
+# LogRow and ChangeRecord are made for every log row and record read: not frozen, because a
+# frozen dataclass costs ~0.1 us more per field to create (~1 us per row here). Treat them as
+# immutable; neither is hashable either way (they hold a dict).
+@dataclass(slots=True)
 class LogRow:
     """One row of a CDC log table. `values` holds every non-`cdc$` key column and every base
     column's value, `cdc$deleted_*` and `cdc$deleted_elements_*` column, as the driver returns
@@ -56,7 +59,7 @@ class LogRow:
     values: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChangeRecord:
     """All log rows of one (stream, `cdc$time`) in `cdc$batch_seq_no` order."""
 

@@ -336,7 +336,7 @@ class SourceReader:
         try:
             result = answer.future.result()
             decoder = self._decoder(request.group, tuple(result.column_names or ()))
-            rows = [decoder.decode(row) for row in result.current_rows]
+            rows = decoder.decode_page(result.current_rows, request.stream)
         except MalformedLogError as error:
             self._emit(reader, [reader.fail(str(error))])
             return

@@ -8,7 +8,8 @@ carry it. Pre/post-image rows are paired with their delta rows by `bridge.scylla
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from bridge.scylla import log_schema as cols
@@ -18,6 +19,8 @@ from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.stream_id import StreamId
 
 _META = (cols.STREAM_ID, cols.TIME, cols.BATCH_SEQ_NO, cols.OPERATION, cols.TTL, cols.END_OF_BATCH)
+# A dict lookup instead of calling the enum (which looks the value up and raises): per log row.
+_OPERATIONS = {operation.value: operation for operation in Operation}
 
 
 class RowDecoder:
@@ -29,27 +32,41 @@ class RowDecoder:
         missing = [name for name in _META if name not in self.column_names]
         if missing:
             raise MalformedLogError(f"log table of {table} lacks the columns {missing}")
-        self._meta = tuple(self.column_names.index(name) for name in _META)
-        self._values = tuple((i, n) for i, n in enumerate(self.column_names) if n not in _META)
+        self._meta = itemgetter(*(self.column_names.index(name) for name in _META))
+        value_columns = [(i, n) for i, n in enumerate(self.column_names) if n not in _META]
+        self._value_names = tuple(n for _, n in value_columns)
+        # itemgetter of one index gives the value itself, of several a tuple: always a tuple.
+        indexes = [i for i, _ in value_columns]
+        self._values: Callable[[Sequence[Any]], Sequence[Any]] = (
+            itemgetter(*indexes) if len(indexes) > 1 else lambda row: tuple(row[i] for i in indexes))
 
     def decode(self, row: Sequence[Any]) -> LogRow:
-        s, t, q, o, ttl, eob = (row[i] for i in self._meta)
+        return self.decode_page([row])[0]
+
+    def decode_page(self, rows: Iterable[Sequence[Any]], stream: StreamId | None = None) -> list[LogRow]:
+        """The rows of one page; `stream`, the stream the page was read from, is shared by every
+        row that carries its id (one object per page instead of one per row; a row of another
+        stream gets its own, for the assembler to refuse)."""
+        meta, values, names, operations = self._meta, self._values, self._value_names, _OPERATIONS
+        decoded: list[LogRow] = []
+        for row in rows:
+            s, t, q, o, ttl, eob = meta(row)
+            operation = operations.get(o)
+            stream_id = stream if stream is not None and s == stream.raw else self._stream(s, t, q)
+            if operation is None:
+                raise MalformedLogError(f"{self._table}: bad log row at stream {bytes(s).hex()}, cdc$time {t}, "
+                                        f"seq {q}: {o!r} is not a valid Operation")
+            cells = dict(zip(names, values(row), strict=True))
+            decoded.append(LogRow(stream_id, t, int(q), operation, ttl, bool(eob), cells))
+        return decoded
+
+    def _stream(self, raw: Any, time: Any, seq: Any) -> StreamId:
         try:
-            operation = Operation(o)
-            stream = StreamId(bytes(s))
-        except ValueError as error:
+            return StreamId(bytes(raw))
+        except (TypeError, ValueError) as error:
             raise MalformedLogError(
-                f"{self._table}: bad log row at stream {bytes(s).hex()}, cdc$time {t}, seq {q}: {error}"
+                f"{self._table}: bad log row at stream {bytes(raw).hex()}, cdc$time {time}, seq {seq}: {error}"
             ) from error
-        return LogRow(
-            stream_id=stream,
-            time=t,
-            batch_seq_no=int(q),
-            operation=operation,
-            ttl=ttl,
-            end_of_batch=bool(eob),
-            values={name: row[i] for i, name in self._values},
-        )
 
 
 def _where(table: str, row: LogRow) -> str:
@@ -76,15 +93,28 @@ class RecordAssembler:
     def add(self, rows: Iterable[LogRow]) -> list[ChangeRecord]:
         """Records completed by these rows (the last, unfinished one stays pending)."""
         done: list[ChangeRecord] = []
-        for row in rows:
-            self._check_order(row)
-            if self._pending and self._pending[-1].time != row.time:
-                where = _where(self._table, self._pending[-1])
-                raise MalformedLogError(f"record without cdc$end_of_batch before the next one: {where}")
-            self._pending.append(row)
-            if row.end_of_batch:
-                done.append(ChangeRecord(self._keyspace, self._table, tuple(self._pending)))
-                self._pending = []
+        keyspace, table = self._keyspace, self._table
+        pending, previous, before = self._pending, self._previous, self._previous_key
+        try:
+            for row in rows:
+                key = (timeuuid_sort_key(row.time), row.batch_seq_no)
+                if previous is not None and before is not None:
+                    # One object per page and stream (`RowDecoder.decode_page`): `is` is the
+                    # common answer, the comparison the exact one.
+                    if row.stream_id is not previous.stream_id and row.stream_id != previous.stream_id:
+                        raise MalformedLogError(f"rows of two streams in one stream read: {_where(table, row)}")
+                    if key <= before:
+                        raise MalformedLogError(f"log rows out of order: {_where(table, row)}")
+                    if pending and key[0] != before[0]:  # pending rows are the rows just before this one
+                        where = _where(table, pending[-1])
+                        raise MalformedLogError(f"record without cdc$end_of_batch before the next one: {where}")
+                previous, before = row, key
+                pending.append(row)
+                if row.end_of_batch:
+                    done.append(ChangeRecord(keyspace, table, tuple(pending)))
+                    pending.clear()
+        finally:
+            self._previous, self._previous_key = previous, before
         return done
 
     def finish(self) -> None:
@@ -92,14 +122,3 @@ class RecordAssembler:
         if self._pending:
             where = _where(self._table, self._pending[-1])
             raise MalformedLogError(f"record without cdc$end_of_batch at the end of the read: {where}")
-
-    def _check_order(self, row: LogRow) -> None:
-        key = (timeuuid_sort_key(row.time), row.batch_seq_no)
-        previous, before = self._previous, self._previous_key
-        self._previous, self._previous_key = row, key
-        if previous is None or before is None:
-            return
-        if row.stream_id != previous.stream_id:
-            raise MalformedLogError(f"rows of two streams in one stream read: {_where(self._table, row)}")
-        if key <= before:
-            raise MalformedLogError(f"log rows out of order: {_where(self._table, row)}")
