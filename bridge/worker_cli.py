@@ -14,6 +14,7 @@ import structlog
 from bridge.config import BridgeConfig, ConfigError
 from bridge.config_cli import add_config_arguments, config_from_args
 from bridge.envelope.errors import PlanError, SerializationError
+from bridge.gc_policy import tune_for_streaming
 from bridge.kafka.access import KafkaAccessError, check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
@@ -110,6 +111,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
     except SerializationError as error:  # the registry refused or could not take a table's schemas
         side = "key" if "-key:" in str(error) else "value"
         return _fail(f"{side}.converter.schema.registry.url", str(error))
+    tune_for_streaming()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
