@@ -83,6 +83,10 @@ class Emulator:
         self.clock = clock
         self.keyspace = keyspace
         self.rng = random.Random(seed)
+        # `cdc$time` low bits: random like ScyllaDB's, from a generator seeded once from the OS
+        # (never from `seed`, so two emulators do not repeat each other's) rather than one
+        # urandom call per record, which costs a tenth of a bulk fill's time.
+        self._time_bits = random.Random()
         self.metadata = MetadataStore(
             session, self.settings.vnodes_keyspace, self.settings.tablets_keyspace, self.settings.sharding_ignore_msb
         )
@@ -252,9 +256,21 @@ class Emulator:
         self.executor.run(plan.batches + plan.log_batches)
         return plan.records
 
-    def plan(self, mutations: Sequence[PartitionMutation]) -> WritePlan:
+    def plan(
+        self,
+        mutations: Sequence[PartitionMutation],
+        *,
+        base: bool = True,
+        states: Callable[[PartitionMutation], PartitionState] | None = None,
+    ) -> WritePlan:
         """Everything `write` would send, without sending it: validates timestamps, chooses streams
-        and reads the state images need (the bulk loader sends plans its own way)."""
+        and reads the state images need (the bulk loader sends plans its own way).
+
+        Bulk writers that keep the base rows' state themselves pass `states` (the partition's
+        state before the mutation, updated in place to the state after it, as the pure pipeline
+        does): images then need no base rows and no read per mutation. `base=False` leaves the
+        base and list shadow writes out of the plan (log rows only); the caller then must not use
+        list operations that read element keys from the shadow table."""
         chosen: list[tuple[PartitionMutation, SimTable, dict[int, StreamId]]] = []
         for mutation in mutations:
             table = self.catalog.table(mutation.table.keyspace, mutation.table.name)
@@ -265,16 +281,20 @@ class Emulator:
         plan = WritePlan()
         log_partitions: dict[tuple[str, str, bytes], list[Write]] = {}
         for mutation, table, streams in chosen:
-            state = self._prior_state(mutation, table)
-            list_names = {name for name, _, _ in list_columns(mutation.table)}
-            lists_before = {
-                (ck, name): self.state_reader.lists(mutation.table, mutation.key, ck, name)
-                for ck, row in [(None, mutation.static), *mutation.rows.items()]
-                for name in row.collections
-                if name in list_names
-            }
-            plan.batches.append(base_writes(mutation, lists_before))
-            plan.batches.append(shadow_writes(mutation))
+            if states is not None and _has_images(table.schema):
+                state = states(mutation)
+            else:
+                state = self._prior_state(mutation, table)
+            if base:
+                list_names = {name for name, _, _ in list_columns(mutation.table)}
+                lists_before = {
+                    (ck, name): self.state_reader.lists(mutation.table, mutation.key, ck, name)
+                    for ck, row in [(None, mutation.static), *mutation.rows.items()]
+                    for name in row.collections
+                    if name in list_names
+                }
+                plan.batches.append(base_writes(mutation, lists_before))
+                plan.batches.append(shadow_writes(mutation))
             if streams:
                 plan.records += self._log(mutation, state, streams, log_partitions)
         # The rows of a stream go in one single-partition batch, which Cassandra applies atomically
@@ -283,8 +303,7 @@ class Emulator:
         return plan
 
     def _prior_state(self, mutation: PartitionMutation, table: SimTable) -> PartitionState:
-        options = table.schema.cdc
-        if not options.enabled or (options.preimage is ImageMode.OFF and not options.postimage):
+        if not _has_images(table.schema):
             return PartitionState()
         cks = list(mutation.rows)
         if not table.schema.clustering_key and mutation.tombstone is not None:
@@ -302,7 +321,8 @@ class Emulator:
         names = self._log_value_names(schema)
         records: list[ChangeRecord] = []
         for pending in compute_records(mutation, state):
-            stream, cdc_time = streams[pending.timestamp], timeuuid_for(pending.timestamp)
+            low = (self._time_bits.getrandbits(64) & 0x3FFFFFFFFFFFFFFF) | 0x8000000000000000  # IETF variant
+            stream, cdc_time = streams[pending.timestamp], timeuuid_for(pending.timestamp, low)
             rows: list[LogRow] = []
             for seq, row in enumerate(pending.rows):
                 last = seq == len(pending.rows) - 1
@@ -377,6 +397,11 @@ class WritePlan:
     batches: list[list[Write]] = field(default_factory=list)
     log_batches: list[list[Write]] = field(default_factory=list)
     records: list[ChangeRecord] = field(default_factory=list)
+
+
+def _has_images(schema: TableSchema) -> bool:
+    options = schema.cdc
+    return options.enabled and (options.preimage is not ImageMode.OFF or options.postimage)
 
 
 _METADATA = {log_schema.OPERATION, log_schema.TTL, log_schema.END_OF_BATCH}

@@ -249,11 +249,11 @@ def bulk_fill(
                 mutation = PartitionMutation(schema, (i % partitions,))
                 mutation.row((i // partitions,)).cells["v"] = Cell(emulator.clock(), value=first_value + i)
                 mutations.append(mutation)
-            plan = emulator.plan(mutations)
+            plan = emulator.plan(mutations, base=base)
             writes = [w for batch in plan.log_batches + (plan.batches if base else []) for w in batch]
             if pending is not None:
                 pending.result()
-            pending = sender.submit(_send, emulator, writes, concurrency)
+            pending = sender.submit(send_writes, emulator, writes, concurrency)
             if not pipelined:
                 pending.result()
             report.operations += len(mutations)
@@ -265,7 +265,7 @@ def bulk_fill(
     return report
 
 
-def _send(emulator: Emulator, writes: list[Write], concurrency: int, batch_size: int = 50) -> None:
+def send_writes(emulator: Emulator, writes: list[Write], concurrency: int, batch_size: int = 50) -> None:
     """Log rows of one stream go in unlogged single-partition batches (far fewer round trips);
     the rest as concurrent single statements."""
     groups: dict[Any, list[Write]] = defaultdict(list)
@@ -281,4 +281,4 @@ def _send(emulator: Emulator, writes: list[Write], concurrency: int, batch_size:
     execute_concurrent(emulator.session, statements, concurrency=concurrency, raise_on_first_error=True)
 
 
-__all__ = ["DEFAULT_MIX", "KINDS", "LoadGenerator", "LoadReport", "LoadSpec", "bulk_fill", "parse_mix"]
+__all__ = ["DEFAULT_MIX", "KINDS", "LoadGenerator", "LoadReport", "LoadSpec", "bulk_fill", "parse_mix", "send_writes"]
