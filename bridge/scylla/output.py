@@ -41,7 +41,7 @@ def _about_the_table(event: SourceEvent) -> bool:
 
 
 def _rows_of(event: SourceEvent) -> int:
-    return len(event.record.rows) if isinstance(event, RecordRead) else 0
+    return len(event.record.rows) if event.__class__ is RecordRead else 0
 
 
 class OutputBuffer:
@@ -66,6 +66,14 @@ class OutputBuffer:
             self._cond.notify_all()
 
     def _put(self, event: SourceEvent) -> None:
+        if event.__class__ is RecordRead:  # nearly every event: the general rules below, inlined
+            if event.group in self._stopped:
+                return
+            slot = _Slot(event)
+            self._slots.append(slot)
+            self._rows += len(event.record.rows)
+            self._last[event.group] = slot
+            return
         group = group_of(event)
         if group is not None and group in self._stopped and not _about_the_table(event):
             return
@@ -88,12 +96,15 @@ class OutputBuffer:
                 if remaining <= 0:
                     return []
                 self._cond.wait(remaining)
+            slots = self._slots
             taken: list[SourceEvent] = []
-            while self._slots and len(taken) < max_items:
-                slot = self._slots.popleft()
+            rows = 0
+            for _ in range(min(len(slots), max_items)):
+                slot = slots.popleft()
                 slot.taken = True
-                self._rows -= _rows_of(slot.event)
+                rows += _rows_of(slot.event)
                 taken.append(slot.event)
+            self._rows -= rows
             return taken
 
     def stop_group(self, group: GroupId) -> None:
