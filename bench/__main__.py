@@ -1,15 +1,22 @@
 """The whole bridge's benchmark, one command, one JSON report (issue 13):
 
-    .venv/bin/python -m bench [--changes 1000000] [--small 200000] [--out bench/last-report.json]
+    .venv/bin/python -m bench [--changes 1000000] [--small 200000] [--mix realistic|narrow]
+        [--out bench/last-report.json]
 
 On the running local stack (`cdc-bridge stack up`), in this order:
-1. fills two backlogs with the emulator's bulk mode (single-row updates of the bulk table):
-   `--changes` for the main run, `--small` for the comparisons;
+1. fills two backlogs with the emulator's bulk mode (log rows only), `--changes` for the main run,
+   `--small` for the comparisons: `--mix realistic` (the default; `bridge.sim.backlog`: a
+   ten-column table of mixed types and a table with pre-images; inserts, partial updates,
+   collection changes, deletes, multi-row records, a few range and partition deletes) or
+   `--mix narrow` (single-row updates of (pk, ck, v int)); the catch-up waits for every Kafka
+   record the bridge must produce for the backlog (computed from what was written: deletes add a
+   tombstone, range and clustered partition deletes are dropped);
 2. catch-up, one worker, JSON, exactly-once, from empty offsets, on the main backlog: envelopes/s,
    envelopes per worker CPU-second (whole run, and steady: from the first envelope on), RSS when a
    quarter, half and all of the backlog was read, peak RSS;
-3. the ceilings on the same servers: paging the same log rows through the driver with no
-   processing, and producing records like the bridge's (sampled from its topic) with the worker's
+3. the ceilings on the same servers: paging the same log rows (every log table of the backlog)
+   through the driver with no processing, and producing records like the bridge's (sampled from
+   its topics in proportion to what each got) with the worker's
    transactional producer; `throughput_ratio` = bridge / min(ceilings);
 4. on the small backlog: JSON with one worker, JSON with two, Avro with one (the registry of the
    stack); Kafka and Cassandra share the machine's cores, so two workers show overhead, not speed-up;
@@ -22,6 +29,7 @@ Shared machines are noisy: compare figures within one report; CPU-second figures
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -35,34 +43,41 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from bench.ceilings import paging_ceiling, producing_ceiling
-from bench.worker_bench import catchup, latency
+from bench.worker_bench import catchup, fill_backlog, latency
 from bridge.sim import Emulator
-from bridge.sim.load import bulk_fill
 from bridge.stack.layout import Endpoints
 
 HERE = Path(__file__).parent
 
 
-def fill(endpoints: Endpoints, changes: int) -> tuple[str, float]:
+def fill(endpoints: Endpoints, changes: int, mix: str) -> tuple[str, dict[str, Any]]:
     keyspace = f"bench_{uuid.uuid4().hex[:8]}"
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
-        emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
-                    "'replication_factor': 1}")
-        report = bulk_fill(emu, keyspace, "t", changes, partitions=10_000)
-    print(f"filled {keyspace}.t: {changes} changes in {report.elapsed_s:.0f} s", file=sys.stderr)
-    return keyspace, report.elapsed_s
+        report = fill_backlog(emu, keyspace, changes, mix)
+    print(f"filled {keyspace} ({mix}): {report['changes']} changes, {report['envelopes']} envelopes expected, "
+          f"in {report['elapsed_s']:.0f} s", file=sys.stderr)
+    return keyspace, report
 
 
-def sample_topic(endpoints: Endpoints, topic: str, count: int = 1000) -> list[tuple[bytes | None, bytes | None]]:
-    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topic])
-    samples: list[tuple[bytes | None, bytes | None]] = []
-    deadline = time.monotonic() + 60
-    while len(samples) < count and time.monotonic() < deadline:
-        samples += [(m.key(), m.value()) for m in consumer.consume(count, timeout=1) if m.error() is None]
-    consumer.close()
-    return samples[:count]
+def sample_topics(endpoints: Endpoints, shares: dict[str, int],
+                  count: int = 1000) -> list[tuple[bytes | None, bytes | None]]:
+    """`count` records the bridge produced, from each topic in proportion to `shares` (the
+    records each topic got), interleaved."""
+    total = sum(shares.values()) or 1
+    per_topic = []
+    for topic, share in shares.items():
+        wanted = max(1, round(count * share / total)) if share else 0
+        consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap,
+                             "group.id": f"bench-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed"})
+        consumer.subscribe([topic])
+        samples: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + 60
+        while len(samples) < wanted and time.monotonic() < deadline:
+            samples += [(m.key(), m.value()) for m in consumer.consume(wanted, timeout=1) if m.error() is None]
+        consumer.close()
+        per_topic.append(samples[:wanted])
+    return [sample for group in itertools.zip_longest(*per_topic) for sample in group if sample is not None]
 
 
 def run_json_script(script: Path, *args: str) -> dict[str, Any] | None:
@@ -77,9 +92,10 @@ def run_json_script(script: Path, *args: str) -> dict[str, Any] | None:
 def catchup_run(endpoints: Endpoints, keyspace: str, changes: int, converter: str = "json",
                 workers: int = 1) -> dict[str, Any]:
     args = argparse.Namespace(changes=changes, converter=converter, workers=workers, keyspace=keyspace,
-                              timeout=1800.0, profile=None)
+                              timeout=1800.0, profile=None, profile_gil=False)
     result = catchup(args, endpoints)
-    print(f"catch-up {converter} x{workers}: {result['envelopes_per_s']} envelopes/s", file=sys.stderr)
+    print(f"catch-up {converter} x{workers}: {result['envelopes_per_s']} envelopes/s "
+          f"({result['received']} of {result['expected']})", file=sys.stderr)
     return result
 
 
@@ -87,19 +103,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--small", type=int, default=200_000)
+    parser.add_argument("--mix", choices=["realistic", "narrow"], default="realistic",
+                        help="the backlogs' changes (bench/README.md)")
     parser.add_argument("--latency-rate", type=float, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=60)
     parser.add_argument("--out", type=Path, default=HERE / "last-report.json")
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     started, load_at_start = time.monotonic(), round(os.getloadavg()[0], 2)
-    big, fill_s = fill(endpoints, args.changes)
-    small, _ = fill(endpoints, args.small)
+    big, big_fill = fill(endpoints, args.changes, args.mix)
+    small, _ = fill(endpoints, args.small, args.mix)
     main_run = catchup_run(endpoints, big, args.changes)
-    bridge_topic = main_run["topic"]
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
-        paging = paging_ceiling(emu.session, big, "t")
-    producing = producing_ceiling(endpoints.kafka_bootstrap, sample_topic(endpoints, bridge_topic), args.changes)
+        paging = paging_ceiling(emu.session, main_run["tables"])
+    by_table = big_fill.get("envelopes_by_table") or {table.split(".", 1)[1]: big_fill["envelopes"]
+                                                      for table in main_run["tables"]}
+    shares = {topic: by_table.get(topic.rsplit(".", 1)[1], 0) for topic in main_run["topics"]}
+    producing = producing_ceiling(endpoints.kafka_bootstrap, sample_topics(endpoints, shares), main_run["expected"])
     ceiling = min(paging["rows_per_s"], producing["records_per_s"])
     small_runs = {"json_1_worker": catchup_run(endpoints, small, args.small),
                   "json_2_workers": catchup_run(endpoints, small, args.small, workers=2),
@@ -109,8 +129,10 @@ def main() -> int:
     report = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_1m_at_start_and_end": [load_at_start, round(os.getloadavg()[0], 2)]},
-        "changes": args.changes,
-        "fill_changes_per_s": round(args.changes / fill_s),
+        "mix": args.mix,
+        "changes": big_fill["changes"],
+        "envelopes": main_run["expected"],
+        "fill_changes_per_s": round(big_fill["changes"] / big_fill["elapsed_s"]) if big_fill["elapsed_s"] else None,
         "envelopes_per_s": main_run["envelopes_per_s"],
         "steady_envelopes_per_s": main_run.get("steady_envelopes_per_s"),
         "envelopes_per_cpu_s": main_run["envelopes_per_cpu_s"],

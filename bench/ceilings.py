@@ -1,8 +1,8 @@
 """The two ceilings a worker's catch-up is measured against, on the same servers in the same run:
 
 - `paging_ceiling`: the raw rate of paging the same CDC log rows through the Python driver, no
-  processing (every stream of the log table, the reader's page size and concurrency, rows as
-  tuples and dropped);
+  processing (every stream of each log table the catch-up read, the reader's page size and
+  concurrency, rows as tuples and dropped);
 - `producing_ceiling`: the raw rate of producing records of the same sizes to the same Kafka with
   the worker's own transactional producer (same settings, a commit every `commit_every` records).
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,22 +23,28 @@ from bridge.kafka.transactions import TransactionalProducer
 from bridge.scylla.settings import ReaderSettings
 
 
-def paging_ceiling(session: Any, keyspace: str, table: str) -> dict[str, Any]:
+def paging_ceiling(session: Any, tables: Sequence[str]) -> dict[str, Any]:
+    """`tables`: the base tables (`keyspace.table`) whose log tables the catch-up read, all paged
+    in one pool as the worker's reader pages them."""
     settings = ReaderSettings()
-    log_table = f'"{keyspace}"."{table}_scylla_cdc_log"'
     session.row_factory = tuple_factory
-    streams = [row[0] for row in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log_table}')]
+    scans: list[tuple[str, bytes]] = []
+    for name in tables:
+        keyspace, table = name.split(".", 1)
+        log_table = f'"{keyspace}"."{table}_scylla_cdc_log"'
+        scans += [(log_table, row[0]) for row in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log_table}')]
 
-    def scan(stream: bytes) -> int:
+    def scan(target: tuple[str, bytes]) -> int:
+        log_table, stream = target
         statement = SimpleStatement(f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = %s',
                                     fetch_size=settings.page_size)
         return sum(1 for _ in session.execute(statement, (stream,)))
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=min(32, settings.max_inflight_queries)) as pool:
-        rows = sum(pool.map(scan, streams))
+        rows = sum(pool.map(scan, scans))
     elapsed = time.monotonic() - started
-    return {"rows": rows, "streams": len(streams), "elapsed_s": round(elapsed, 2),
+    return {"rows": rows, "tables": list(tables), "streams": len(scans), "elapsed_s": round(elapsed, 2),
             "rows_per_s": round(rows / elapsed)}
 
 

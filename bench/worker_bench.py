@@ -3,10 +3,17 @@
     .venv/bin/python bench/worker_bench.py catchup [--changes 200000] [--converter json] [--workers 1]
     .venv/bin/python bench/worker_bench.py latency [--rate 1000] [--seconds 30]
 
-`catchup`: fills a fresh table with N single-row updates (the emulator's bulk mode; `--keyspace`
-reuses a filled one), then starts the workers with no offsets and times until a read_committed
-consumer has all N envelopes. Reports envelopes/s, the workers' CPU seconds (user+sys from
-`getrusage` of the exited children) and envelopes per CPU-second, and their peak RSS.
+`catchup`: fills a fresh keyspace with N changes (the emulator's bulk mode, log rows only;
+`--keyspace` reuses a filled one), then starts the workers with no offsets and times until a
+read_committed consumer has every Kafka record the bridge must produce for them. `--mix narrow`
+(the default): N single-row updates of table `t` (pk, ck, v int), one envelope each.
+`--mix realistic`: `bridge.sim.backlog` (tables `wide`, ten mixed-type columns, and `imaged`,
+pre-images on and `experimental.preimages.enabled`): inserts, partial updates, collection
+changes, deletes (an envelope and a tombstone each), multi-row records, range and partition
+deletes (dropped, no envelope); the expected count is computed from the records written and kept
+in the keyspace (table `backlog_fill`) for `--keyspace`. Reports envelopes/s, the workers' CPU
+seconds (user+sys from `getrusage` of the exited children) and envelopes per CPU-second, and their
+peak RSS.
 
 `latency`: one worker reads a table that gets `rate` one-row writes per second (log rows written
 directly, as bench/latency_reader.py does); for every envelope a read_committed consumer gets,
@@ -34,6 +41,7 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from bridge.sim import Emulator
+from bridge.sim.backlog import realistic_fill
 from bridge.sim.load import bulk_fill
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
@@ -42,9 +50,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from latency_reader import percentile, write_log_rows_steadily
 
 
-def properties(endpoints: Endpoints, name: str, table: str, converter: str, confidence_ms: int) -> str:
+def properties(endpoints: Endpoints, name: str, table: str, converter: str, confidence_ms: int,
+               preimages: bool = False) -> str:
     sim = SimSettings()
-    lines = {
+    lines: dict[str, object] = {
         "name": name, "topic.prefix": name, "scylla.table.names": table,
         "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
         "scylla.confidence.window.size": confidence_ms, "scylla.initial.lookback.ms": 3_600_000,
@@ -58,6 +67,8 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
     }
     if converter == "json":
         del lines["key.converter.schema.registry.url"], lines["value.converter.schema.registry.url"]
+    if preimages:
+        lines["experimental.preimages.enabled"] = "true"
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
@@ -128,40 +139,67 @@ def steady_figures(first: tuple[int, float, float] | None, last: tuple[int, floa
             "steady_envelopes_per_cpu_s": round(records / (last[2] - first[2]))}
 
 
-def consumer_for(endpoints: Endpoints, topic: str) -> Any:
+def consumer_for(endpoints: Endpoints, topics: list[str]) -> Any:
     consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "enable.auto.commit": False, "fetch.max.bytes": 52428800})
-    consumer.subscribe([topic])
+    consumer.subscribe(topics)
     return consumer
+
+
+def fill_backlog(emu: Emulator, keyspace: str, changes: int, mix: str) -> dict[str, Any]:
+    """Fill a fresh keyspace (log rows only: readers of the log need no base rows). Returns the
+    tables, the changes and records written and `envelopes`, the Kafka records the bridge must
+    produce for them (tombstones included); kept in the keyspace for runs that reuse it."""
+    emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                "'replication_factor': 1}")
+    if mix == "narrow":
+        narrow = bulk_fill(emu, keyspace, "t", changes, partitions=10_000, base=False)
+        fill = {"mix": mix, "tables": [f"{keyspace}.t"], "changes": changes, "records": narrow.records,
+                "log_rows": narrow.rows, "envelopes": changes, "elapsed_s": round(narrow.elapsed_s, 3)}
+    else:
+        fill = {"mix": mix, **realistic_fill(emu, keyspace, changes).as_dict()}
+    emu.session.execute(f"CREATE TABLE {keyspace}.backlog_fill (id int PRIMARY KEY, report text)")
+    emu.session.execute(f"INSERT INTO {keyspace}.backlog_fill (id, report) VALUES (0, %s)", (json.dumps(fill),))
+    return fill
+
+
+def stored_fill(emu: Emulator, keyspace: str, changes: int) -> dict[str, Any]:
+    """What an earlier run wrote into `keyspace`; a keyspace from before `backlog_fill` existed
+    holds the narrow table `t` with `changes` updates."""
+    if not emu.catalog.table_exists(keyspace, "backlog_fill"):
+        return {"mix": "narrow", "tables": [f"{keyspace}.t"], "changes": changes, "envelopes": changes}
+    row = emu.session.execute(f"SELECT report FROM {keyspace}.backlog_fill WHERE id = 0").one()
+    return dict(json.loads(row[0]))
 
 
 def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     keyspace = args.keyspace or f"bench_{uuid.uuid4().hex[:8]}"
+    mix = getattr(args, "mix", "narrow")
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
-        fill_s = 0.0
-        if not args.keyspace:
-            emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
-                        "'replication_factor': 1}")
-            fill = bulk_fill(emu, keyspace, "t", args.changes, partitions=10_000)
-            fill_s = fill.elapsed_s
+        fill = stored_fill(emu, keyspace, args.changes) if args.keyspace else fill_backlog(emu, keyspace,
+                                                                                           args.changes, mix)
+    expected, tables = int(fill["envelopes"]), list(fill["tables"])
     name = f"bench-{uuid.uuid4().hex[:8]}"
+    topics = [f"{name}.{table}" for table in tables]
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "bench.properties"
-        config.write_text(properties(endpoints, name, f"{keyspace}.t", args.converter, 2000))
-        consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
+        config.write_text(properties(endpoints, name, ",".join(tables), args.converter, 2000,
+                                     preimages=fill["mix"] == "realistic"))
+        consumer = consumer_for(endpoints, topics)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        processes = start_workers(config, args.workers, Path(folder), args.profile, args.profile_gil)
-        received = 0
+        processes = start_workers(config, args.workers, Path(folder), args.profile,
+                                  getattr(args, "profile_gil", False))
+        received = 0  # every record of the bridge's topics, tombstones included
         first: tuple[int, float, float] | None = None  # (received, time, CPU) when the first envelopes came
         rss: dict[str, float] = {}  # the first worker's RSS when a quarter, half, all of the backlog was read
-        while received < args.changes and time.monotonic() - started < args.timeout:
+        while received < expected and time.monotonic() - started < args.timeout:
             received += sum(1 for m in consumer.consume(10_000, timeout=0.5) if m.error() is None)
             if first is None and received:
                 first = (received, time.monotonic(), cpu_seconds(processes))
             for share in ("25%", "50%", "100%"):
-                if share not in rss and received >= args.changes * int(share[:-1]) / 100:
+                if share not in rss and received >= expected * int(share[:-1]) / 100:
                     rss[share] = rss_mb(processes[0])
         elapsed = time.monotonic() - started
         last = (received, time.monotonic(), cpu_seconds(processes))
@@ -170,14 +208,19 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         consumer.close()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    fill_s = float(fill.get("elapsed_s") or 0) if not args.keyspace else 0.0
     return {
-        "bench": "worker_catchup", "changes": args.changes, "received": received, "workers": args.workers,
-        "converter": args.converter, "fill_changes_per_s": round(args.changes / fill_s) if fill_s else None,
+        "bench": "worker_catchup", "mix": fill["mix"], "changes": fill["changes"], "expected": expected,
+        "received": received, "workers": args.workers, "converter": args.converter,
+        "fill_changes_per_s": round(fill["changes"] / fill_s) if fill_s else None,
         "elapsed_s": round(elapsed, 2), "envelopes_per_s": round(received / elapsed),
         "worker_cpu_s": round(cpu_s, 2), "envelopes_per_cpu_s": round(received / cpu_s) if cpu_s else None,
-        "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace, "topic": f"{name}.{keyspace}.t",
+        "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace, "tables": tables, "topics": topics,
+        "topic": topics[0],
         **steady_figures(first, last), "rss_mb_at_backlog_read": rss, "first_worker_cpu_s_by_thread": threads,
-        "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only",
+        "fill": fill,
+        "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only; "
+                "received counts tombstones (the bridge produces them)",
     }
 
 
@@ -192,7 +235,7 @@ def latency(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         name = f"bench-{uuid.uuid4().hex[:8]}"
         config = Path(folder) / "bench.properties"
         config.write_text(properties(endpoints, name, f"{keyspace}.t", "json", confidence_ms))
-        consumer = consumer_for(endpoints, f"{name}.{keyspace}.t")
+        consumer = consumer_for(endpoints, [f"{name}.{keyspace}.t"])
         processes = start_workers(config, 1, Path(folder))
         time.sleep(5)  # joined, groups started
         counts = [0]
@@ -223,7 +266,9 @@ def main() -> int:
     up.add_argument("--changes", type=int, default=200_000)
     up.add_argument("--converter", choices=["json", "avro"], default="json")
     up.add_argument("--workers", type=int, default=1)
-    up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its table t)")
+    up.add_argument("--mix", choices=["narrow", "realistic"], default="narrow",
+                    help="narrow: single-row updates of (pk, ck, v int); realistic: bridge.sim.backlog's mix")
+    up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its mix and tables)")
     up.add_argument("--timeout", type=float, default=900)
     up.add_argument("--profile", metavar="FILE", help="py-spy the first worker into FILE (collapsed stacks)")
     up.add_argument("--profile-gil", action="store_true", help="with --profile: sample only the GIL holder")
