@@ -9,7 +9,8 @@ rows), batches (an update and a row delete in one partition), and a few range an
 deletes. `realistic_fill` plans them with the emulator and sends the log rows with the bulk
 sender. No base rows are needed: the pre-images come from the partition states the fill keeps
 in memory (the emulator's pure pipeline carries them from write to write, as ScyllaDB's
-read-before-write would see them).
+read-before-write would see them; one difference: a row written only by updates whose cells all
+became null is gone from a real base table, here it stays and gets a pre-image of nulls).
 
 `envelope_count` says how many Kafka records the bridge must produce for the records written
 (design.md 2.2): one per insert/update row, a delete and its tombstone per row delete, nothing
