@@ -59,12 +59,29 @@ def _meta() -> list[Column]:
     return [F.col(name) for name in META]
 
 
+_PAYLOAD = ',"payload":'
+SID, START = "_sid", "_start"  # columns `prepare` adds for JSON with schemas
+
+
+def prepare(batch: DataFrame, value_format: ValueFormat) -> DataFrame:
+    """The Kafka columns of a micro-batch and, for JSON with schemas, each record's group id and
+    payload position: the frame the jobs persist, so that neither the Kafka read nor the hashing
+    of every record's schema is repeated for each group and each action."""
+    batch = batch.select(*_meta())
+    if value_format is not ValueFormat.JSON_SCHEMAS:
+        return batch
+    prefix = F.substring_index(F.col("value").cast("string"), _PAYLOAD, 1)
+    sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(F.md5(prefix))
+    return batch.select(*_meta(), sid.alias(SID), (F.length(prefix) + len(_PAYLOAD) + 1).alias(START))
+
+
 def decode(batch: DataFrame, value_format: ValueFormat,
            avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None) -> list[Group]:
-    """Parse `batch` (a Kafka source micro-batch, headers included); the caller persists it."""
-    batch = batch.select(*_meta())
+    """Parse `batch` (a Kafka source micro-batch, headers included, or `prepare`'s frame of one,
+    which the caller persists)."""
     if value_format is ValueFormat.JSON_SCHEMAS:
-        return _json_with_schemas(batch)
+        return _json_with_schemas(batch if SID in batch.columns else prepare(batch, value_format))
+    batch = batch.select(*_meta())
     groups = list(_tombstones(batch))
     if value_format is ValueFormat.JSON:
         groups += _json_inferred(batch)
@@ -107,26 +124,21 @@ def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, 
     return Group(topic, kind, frame.select(*_meta(), env.alias("env")), env_type, shape, schema)
 
 
-_PAYLOAD = ',"payload":'
-
-
-def _json_with_schemas(batch: DataFrame) -> list[Group]:
+def _json_with_schemas(rows: DataFrame) -> list[Group]:
     """One pass finds the (topic, schema) groups and the tombstones. The schema is hashed as the
     text before `,"payload":` (JsonConverter writes `{"schema":...,"payload":...}`; that text
     cannot occur inside the schema except as a key of a struct default or of `parameters`, which
     the Python-side parse of each group's schema then catches), and only the payload part of a
     message is parsed by `from_json`, not its five times larger schema."""
     text = F.col("value").cast("string")
-    prefix = F.substring_index(text, _PAYLOAD, 1)
-    sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(F.md5(prefix))
-    rows = batch.withColumn("_sid", sid)
-    found = rows.groupBy("topic", "_sid").agg(F.first(prefix).alias("prefix"),
-                                              F.min(F.struct("partition", "offset")).alias("first")).collect()
+    prefix = F.substring(text, 1, F.col(START) - len(_PAYLOAD) - 1)
+    found = rows.groupBy("topic", SID).agg(F.first(prefix).alias("prefix"),
+                                           F.min(F.struct("partition", "offset")).alias("first")).collect()
     groups = []
     for row in found:
-        members = rows.where((F.col("topic") == row["topic"]) & (F.col("_sid") == row["_sid"])).drop("_sid")
-        if row["_sid"] == "tombstone":
-            groups.append(Group(row["topic"], "tombstone", members.withColumn("env", F.lit(None))))
+        members = rows.where((F.col("topic") == row["topic"]) & (F.col(SID) == row[SID]))
+        if row[SID] == "tombstone":
+            groups.append(Group(row["topic"], "tombstone", members.select(*_meta(), F.lit(None).alias("env"))))
             continue
         first = row["first"]
         where = f"topic {row['topic']} partition {first['partition']} offset {first['offset']}"
@@ -138,7 +150,7 @@ def _json_with_schemas(batch: DataFrame) -> list[Group]:
             schema = json.loads(head[len('{"schema":'):])
         except ValueError:
             raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
-        start = F.length(prefix) + len(_PAYLOAD) + 1
+        start = F.col(START)
         payload = F.substring(text, start, F.length(text) - start)  # without the closing brace
         groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False))
     return groups

@@ -20,7 +20,7 @@ import structlog
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bridge.spark.decode import Group, ValueFormat, decode
+from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import SparkJobError
 from bridge.spark.flatten import flatten, output_topic
 from bridge.spark.kafka_sink import TransactionalKafkaSink
@@ -105,7 +105,7 @@ class FlattenWriter:
         self._partitions: dict[str, int] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        batch = batch.persist()
+        batch = prepare(batch, self.source.value_format).persist()
         try:
             groups = decode(batch, self.source.value_format, self.decoder)
             outputs = [(group, flatten(group, self.smt, self.schemas_out)) for group in groups]

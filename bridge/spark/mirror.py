@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.decode import Group, ValueFormat, decode
+from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.fold import HIDDEN, fold
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, stored_rows
@@ -102,7 +102,7 @@ class MirrorWriter:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        batch = batch.persist()
+        batch = prepare(batch, self.value_format).persist()
         try:
             groups = decode(batch, self.value_format, self.avro_decoder)
             tables: dict[tuple[str, str], list[Group]] = defaultdict(list)
