@@ -110,17 +110,19 @@ class FlattenWriter:
             groups = decode(batch, self.source.value_format, self.decoder)
             outputs = [(group, flatten(group, self.smt, self.schemas_out)) for group in groups]
             if self.sink is not None and self.topic_rule is not None:
-                self._to_kafka(outputs, batch_id)
+                self._to_kafka(outputs, batch_id, batch.rdd.getNumPartitions())
             if self.delta_root is not None:
                 self._to_delta(outputs, batch_id)
         finally:
             batch.unpersist()
 
-    def _to_kafka(self, outputs: list[tuple[Group, DataFrame]], batch_id: int) -> None:
+    def _to_kafka(self, outputs: list[tuple[Group, DataFrame]], batch_id: int, source_partitions: int) -> None:
         assert self.sink is not None and self.topic_rule is not None
         frames: list[DataFrame] = []
         per_topic: dict[str, int] = {}
         for group, frame in outputs:
+            if group.kind == "tombstone" and not self.smt.keep_tombstones:
+                continue  # flattened to nothing: leaving it out keeps the topic's records in one group
             target = output_topic(self.topic_rule, group.topic)
             if target not in self._partitions:
                 self._partitions[target] = self.sink.partitions_of(group.topic)
@@ -133,9 +135,19 @@ class FlattenWriter:
             union = frames[0]
             for frame in frames[1:]:
                 union = union.unionByName(frame)
+            # toLocalIterator runs one Spark job per partition, and the union has one partition per
+            # group and source partition, mostly empty: as many partitions as the micro-batch
+            # (each about one source partition's records in the driver at a time). A key's records
+            # are in one source partition, so they keep their order when each source partition
+            # stays in one piece (coalesce), or is sorted by offset (a topic with several groups).
+            parts = max(1, source_partitions)
             if any(count > 1 for count in per_topic.values()):
-                union = union.orderBy("topic", "source_partition", "offset")  # keys keep their order
-            written = self.sink.write(batch_id, union.toLocalIterator(), self._partitions)
+                union = (union.repartition(parts, "topic", "source_partition")
+                         .sortWithinPartitions("topic", "source_partition", "offset"))
+            else:
+                union = union.coalesce(parts)
+            # The next partition is computed while the driver produces the current one.
+            written = self.sink.write(batch_id, union.toLocalIterator(prefetchPartitions=True), self._partitions)
         log.info("micro-batch flattened to kafka", batch_id=batch_id, records=written)
 
     def _to_delta(self, outputs: list[tuple[Group, DataFrame]], batch_id: int) -> None:
