@@ -176,6 +176,20 @@ class MirrorWriter:
             if dropped else None
         target = DeltaTable.forPath(spark, path)
         changes = self._changes(groups, columns, partition_keys)
+        if changes is not None:
+            # Read by the stored-row lookup, the join and the deletes' partitions: each would
+            # otherwise parse the micro-batch again (the optimizer prunes each use differently).
+            changes = changes.persist()
+        try:
+            return self._fold_and_merge(spark, target, store, changes, new_dropped, columns, partition_keys,
+                                        app_id, batch_id)
+        finally:
+            if changes is not None:
+                changes.unpersist()
+
+    def _fold_and_merge(self, spark: SparkSession, target: Any, store: TombstoneStore, changes: DataFrame | None,
+                        new_dropped: DataFrame | None, columns: MirrorColumns, partition_keys: list[str],
+                        app_id: str, batch_id: int) -> int:
         stored = stored_rows(target.toDF(), columns, partition_keys)
         keys = [stored.join(changes.select("key_json"), "key_json", "left_semi")] if changes is not None else []
         if new_dropped is not None:
