@@ -26,8 +26,12 @@ _SQL_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
 }
-# Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks.
+# Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks. Adaptive query
+# execution off: on micro-batches this small it only adds jobs (each shuffle stage its own) and
+# re-planning of the wide plans between them (the mirror of bench/spark_bench.py at 2,000
+# operations: 115 s with it, 74 s without).
 _LOCAL_CONF = {
+    "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
