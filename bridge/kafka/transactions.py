@@ -50,6 +50,10 @@ class TransactionalProducer:
             "transactional.id": transactional_id,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             "partitioner": "murmur2_random",  # the Java client's partitions, for keys and offsets alike
+            # Only failed deliveries matter (the transaction must then abort): a callback per
+            # acknowledged record was a Python call per record in `serve`/`flush` for nothing.
+            "delivery.report.only.error": True,
+            "on_delivery": self._delivered,
         }
         self._producer = Producer(config)
         self._delivery_error: KafkaError | None = None
@@ -77,7 +81,7 @@ class TransactionalProducer:
             self._open = True
         while True:
             try:
-                self._producer.produce(topic, value, key, on_delivery=self._delivered)
+                self._producer.produce(topic, value, key)
                 break
             except BufferError:
                 self._producer.poll(0.05)  # backpressure: a slow Kafka slows reading
