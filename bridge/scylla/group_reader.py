@@ -255,10 +255,11 @@ class GroupReader:
             rows = [r for r in cursor.page if self._keep(r)] if filtering else cursor.page
             state.rows += len(cursor.page)
             cursor.page = None
+            group_id, start_us, end_us = self.group.id, window.start_us, window.end_us
             for record in cursor.assembler.add(rows):
-                change = ChangeId(record.stream_id, record.time, record.last_seq)
-                position = Position(window.start_us, window.end_us, change)
-                outputs.append(RecordRead(self.group.id, record, position))
+                last = record.rows[-1]  # its stream and time are the record's (no properties per record)
+                position = Position(start_us, end_us, ChangeId(last.stream_id, last.time, last.batch_seq_no))
+                outputs.append(RecordRead(group_id, record, position))
             if not cursor.exhausted:
                 break
             cursor.assembler.finish()
