@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 CLI = [sys.executable, "-m", "bridge.cli", "spark"]
 
@@ -79,6 +79,32 @@ def end_offsets(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]
                 _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
                 found[(topic, partition)] = high
         return found
+    finally:
+        consumer.close()
+
+
+def read_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every committed record of `topic`, read until the position reaches the end
+    offsets. The end offsets count transaction markers too, so they are no record count to wait
+    for (waiting for that many records ran into read_topic's 90 s timeout on every topic)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        partitions = list(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
+        watermarks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in partitions}
+        ends = {p: high for p, (low, high) in watermarks.items() if high > low}  # empty partitions: nothing to wait for
+        partitions = list(ends)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        messages: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + timeout_s
+        while any(position.offset < ends[position.partition]
+                  for position in consumer.position([TopicPartition(topic, p) for p in partitions])):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: not read to its end offsets {ends} within {timeout_s} s")
+            for message in consumer.consume(1000, timeout=0.5):
+                if message.error() is None:
+                    messages.append((message.key(), message.value()))
+        return messages
     finally:
         consumer.close()
 
