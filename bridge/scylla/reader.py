@@ -96,6 +96,19 @@ class _Call:
 _Message = _Start | _Stop | _Answer | _Found | _Call | None
 
 
+def _release(future: Any) -> None:
+    """Break the reference cycles of an answered query's future, so reference counting frees it
+    and its page at once. Each future holds our callbacks (which hold the future) and its request
+    timer (whose callback is the future's own method), and it keeps the page's rows: with the
+    worker's rare cyclic collections (bridge/gc_policy.py) those pages piled up, and a catch-up of
+    wide rows grew from 191 to 216 MB; released, it stays flat at ~195 MB. `_timer` and
+    `_final_result` are the driver's (3.x) own attributes: the future is done and never asked
+    again (the next page is a new request), and on a driver without them this sets unused ones."""
+    future.clear_callbacks()
+    future._timer = None
+    future._final_result = None
+
+
 class _InboxSink:
     """Discovery's reports, posted to the scheduler's inbox."""
 
@@ -343,7 +356,9 @@ class SourceReader:
         except Exception as error:
             self._emit(reader, reader.on_error(request, error, now))
             return
-        self._emit(reader, reader.on_page(request, rows, result.paging_state, now))
+        paging_state = result.paging_state
+        _release(answer.future)
+        self._emit(reader, reader.on_page(request, rows, paging_state, now))
 
     def _decoder(self, group: StreamGroup, names: tuple[str, ...]) -> RowDecoder:
         key = ((group.keyspace, group.table), names)
