@@ -54,10 +54,18 @@ class OffsetsTopic:
         self._partitions: list[int] = []
 
     def start(self, timeout_s: float = 30.0) -> None:
-        metadata = self._consumer.list_topics(self.topic, timeout=timeout_s)
-        topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
-            raise KafkaUnavailableError(f"offsets topic {self.topic} is not available")
+        """Assign every partition of the topic; a topic created a moment ago may have no leader
+        yet (LEADER_NOT_AVAILABLE in its metadata), so its metadata is asked again until it has."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = self._consumer.list_topics(self.topic, timeout=max(1.0, deadline - time.monotonic()))
+            topic = metadata.topics.get(self.topic)
+            if topic is not None and topic.error is None and topic.partitions:
+                break
+            if time.monotonic() > deadline:
+                reason = "no such topic" if topic is None else str(topic.error or "no partitions")
+                raise KafkaUnavailableError(f"offsets topic {self.topic} is not available: {reason}")
+            time.sleep(0.2)
         self._partitions = sorted(topic.partitions)
         self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
 
