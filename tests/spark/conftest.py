@@ -15,8 +15,10 @@ from bridge.stack.layout import Endpoints
 @pytest.fixture(scope="session")
 def spark(stack: Endpoints) -> Iterator[Any]:
     from bridge.spark.session import build_session
+    from tests.spark.jobs import TEST_JVM_OPTIONS
 
-    session = build_session("local[2]", app_name="cdc-bridge-tests")
+    session = build_session("local[2]", app_name="cdc-bridge-tests",
+                            conf={"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
     try:
         yield session
     finally:
