@@ -43,16 +43,26 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from bench.ceilings import paging_ceiling, producing_ceiling
-from bench.worker_bench import catchup, fill_backlog, latency
+from bench.worker_bench import catchup, fill_backlog, latency, stored_fill
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 
 HERE = Path(__file__).parent
 
 
-def fill(endpoints: Endpoints, changes: int, mix: str) -> tuple[str, dict[str, Any]]:
-    keyspace = f"bench_{uuid.uuid4().hex[:8]}"
+def fill(endpoints: Endpoints, changes: int, mix: str, reuse: bool,
+         keyspace: str | None = None) -> tuple[str, dict[str, Any]]:
+    """A backlog keyspace named after its mix and size. With `reuse`, one that an earlier run
+    filled completely (its `backlog_fill` report is written last) is read again: every run
+    starts its workers from empty offsets under a new connector name, so a backlog can be read
+    any number of times, and filling 1M changes takes longer than the rest of the benchmark."""
+    keyspace = keyspace or f"bench_backlog_{mix}_{changes}"
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
+        if reuse and emu.catalog.table_exists(keyspace, "backlog_fill"):
+            report = {**stored_fill(emu, keyspace, changes), "reused": True}
+            print(f"reusing {keyspace} ({mix}): {report['envelopes']} envelopes expected", file=sys.stderr)
+            return keyspace, report
+        emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=300)
         report = fill_backlog(emu, keyspace, changes, mix)
     print(f"filled {keyspace} ({mix}): {report['changes']} changes, {report['envelopes']} envelopes expected, "
           f"in {report['elapsed_s']:.0f} s", file=sys.stderr)
@@ -108,11 +118,16 @@ def main() -> int:
     parser.add_argument("--latency-rate", type=float, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=60)
     parser.add_argument("--out", type=Path, default=HERE / "last-report.json")
+    parser.add_argument("--fresh", action="store_true",
+                        help="fill new backlogs even if an earlier run left complete ones "
+                             "(keyspaces bench_backlog_<mix>_<changes>)")
+    parser.add_argument("--keyspaces", help="BIG,SMALL: the backlog keyspaces to read (filled if incomplete)")
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     started, load_at_start = time.monotonic(), round(os.getloadavg()[0], 2)
-    big, big_fill = fill(endpoints, args.changes, args.mix)
-    small, _ = fill(endpoints, args.small, args.mix)
+    named = args.keyspaces.split(",") if args.keyspaces else [None, None]
+    big, big_fill = fill(endpoints, args.changes, args.mix, not args.fresh, named[0])
+    small, _ = fill(endpoints, args.small, args.mix, not args.fresh, named[1])
     main_run = catchup_run(endpoints, big, args.changes)
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
         paging = paging_ceiling(emu.session, main_run["tables"])
@@ -132,7 +147,8 @@ def main() -> int:
         "mix": args.mix,
         "changes": big_fill["changes"],
         "envelopes": main_run["expected"],
-        "fill_changes_per_s": round(big_fill["changes"] / big_fill["elapsed_s"]) if big_fill["elapsed_s"] else None,
+        "fill_changes_per_s": round(big_fill["changes"] / big_fill["elapsed_s"]) if big_fill.get("elapsed_s") else None,
+        "backlog_reused": bool(big_fill.get("reused")),
         "envelopes_per_s": main_run["envelopes_per_s"],
         "steady_envelopes_per_s": main_run.get("steady_envelopes_per_s"),
         "envelopes_per_cpu_s": main_run["envelopes_per_cpu_s"],
