@@ -41,9 +41,9 @@ class ReaderSettings:
       poll (a switch published late must not be read across), so keep it well below the
       confidence window or it adds to the latency (at 2000 ms with a 2 s confidence window the
       p99 delay rose from 0.56 s to 1.13 s in bench/latency_reader.py).
-    - `page_size` (our own, default 1000): rows per page of a log query; with the in-flight bound
+    - `page_size` (our own, default 500): rows per page of a log query; with the in-flight bound
       it caps the rows held in memory.
-    - `max_buffered_rows` (our own, default 20000): rows handed on but not yet polled before
+    - `max_buffered_rows` (our own, default 10000): rows handed on but not yet polled before
       reading pauses (backpressure).
     - `request_timeout_ms` (our own, default 12000): client-side timeout of one query.
     - `backoff_base_ms` / `backoff_max_ms` (our own, 100 / 30000): retry delays on transient errors.
@@ -61,8 +61,8 @@ class ReaderSettings:
     tablets_metadata_keyspace: str = "system"
     poll_interval_ms: int = 250
     metadata_poll_interval_ms: int = 500
-    page_size: int = 1_000
-    max_buffered_rows: int = 20_000
+    page_size: int = 500
+    max_buffered_rows: int = 10_000
     request_timeout_ms: int = 12_000
     backoff_base_ms: int = 100
     backoff_max_ms: int = 30_000
