@@ -12,7 +12,7 @@ the collector's sight, and the thresholds make collections rare. Cycles still ge
 young collection per 100k allocations, a full one per 10M), so memory stays bounded.
 The driver makes reference cycles per query (its ResponseFuture, our callbacks, the request's
 timer) that held each page's rows until a collection; the reader breaks them once it has the
-answer (`reader._release`), so pages are freed by reference counting and RSS stays flat.
+answer (`pages.release_future`), so pages are freed by reference counting and RSS stays flat.
 """
 
 from __future__ import annotations

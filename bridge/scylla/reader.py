@@ -9,11 +9,13 @@
 
 One thread schedules the reads of every started group: it asks each group's state machine
 (`GroupReader`) for pages, runs them with the driver's asynchronous requests under one
-process-wide in-flight bound, and feeds the answers back; a second thread runs discovery. A
-group whose predecessors (the old groups holding its keys before a switch) are still being read
-by this reader waits for them, so per-key order holds across switches; the worker starts
-predecessors it owns before their successors, and must itself wait for predecessors read by
-other processes (their final positions are in the offsets topic).
+process-wide in-flight bound, and feeds the answers back (`pages.py` holds the query, its
+sending and the decoding of the answers; `inbox.py` the messages other threads post to this
+thread, discovery's reports among them); a second thread runs discovery. A group whose
+predecessors (the old groups holding its keys before a switch) are still being read by this
+reader waits for them, so per-key order holds across switches; the worker starts predecessors it
+owns before their successors, and must itself wait for predecessors read by other processes
+(their final positions are in the offsets topic).
 """
 
 from __future__ import annotations
@@ -22,17 +24,16 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from cassandra import ConsistencyLevel
 from cassandra.cluster import ExecutionProfile
-from cassandra.query import PreparedStatement, tuple_factory
+from cassandra.query import tuple_factory
 
 from bridge.scylla.discovery import Discovery
 from bridge.scylla.due import DueReaders
-from bridge.scylla.errors import MalformedLogError, describe
+from bridge.scylla.errors import describe
 from bridge.scylla.events import (
     GroupDiscovered,
     GroupEndKnown,
@@ -43,12 +44,12 @@ from bridge.scylla.events import (
 )
 from bridge.scylla.group_reader import GroupReader, Output, PageRequest
 from bridge.scylla.groups import GroupId, StreamGroup
+from bridge.scylla.inbox import Call, Found, InboxSink, Message, Start, Stop
 from bridge.scylla.limiter import InflightLimiter
 from bridge.scylla.metadata import MetadataQueries
 from bridge.scylla.output import OutputBuffer
+from bridge.scylla.pages import LogPages, PageAnswer
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
-from bridge.scylla.records import RowDecoder
-from bridge.scylla.schema import quote_identifier
 from bridge.scylla.settings import ReaderSettings
 
 log = structlog.get_logger(__name__)
@@ -59,83 +60,12 @@ TableKey = tuple[str, str]
 QueryObserver = Callable[[str, str, float, BaseException | None], None]
 
 
-@dataclass(frozen=True, slots=True)
-class _Start:
-    group: GroupId
-    position: Position | None
-    stops_seen: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Stop:
-    group: GroupId
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    request: PageRequest
-    future: Any
-    error: BaseException | None
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    groups: list[StreamGroup]
-    ttl_s: int
-    key_columns: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """Anything else discovery reports, applied on the scheduler thread."""
-
-    apply: Callable[[], None]
-
-
-_Message = _Start | _Stop | _Answer | _Found | _Call | None
-
-
-def _release(future: Any) -> None:
-    """Break the reference cycles of an answered query's future, so reference counting frees it
-    and its page at once. Each future holds our callbacks (which hold the future) and its request
-    timer (whose callback is the future's own method), and it keeps the page's rows: with the
-    worker's rare cyclic collections (bridge/gc_policy.py) those pages piled up, and a catch-up of
-    wide rows grew from 191 to 216 MB; released, it stays flat at ~195 MB. `_timer` and
-    `_final_result` are the driver's (3.x) own attributes: the future is done and never asked
-    again (the next page is a new request), and on a driver without them this sets unused ones."""
-    future.clear_callbacks()
-    future._timer = None
-    future._final_result = None
-
-
-class _InboxSink:
-    """Discovery's reports, posted to the scheduler's inbox."""
-
-    def __init__(self, reader: SourceReader) -> None:
-        self._reader = reader
-
-    def groups_found(self, groups: list[StreamGroup], ttl_s: int, key_columns: list[str]) -> None:
-        self._reader._inbox.put(_Found(groups, ttl_s, key_columns))
-
-    def ends_found(self, ends: dict[GroupId, int]) -> None:
-        self._reader._inbox.put(_Call(lambda: self._reader._on_ends(ends)))
-
-    def horizon(self, keyspace: str, table: str, horizon_us: int) -> None:
-        self._reader._inbox.put(_Call(lambda: self._reader._on_horizon((keyspace, table), horizon_us)))
-
-    def discovery_failed(self, keyspace: str, table: str, message: str) -> None:
-        log.error("cdc discovery failed", keyspace=keyspace, table=table, error=message)
-        self._reader._output.put([ReaderFailed(None, f"{keyspace}.{table}", message)])
-
-
 class SourceReader:
     def __init__(
         self, session: Any, settings: ReaderSettings | None = None, clock: Callable[[], float] = time.time,
         on_query: QueryObserver | None = None,
     ) -> None:
         self.settings = settings or ReaderSettings()
-        self._session = session
         self._clock = clock
         self._on_query = on_query
         self._limiter = InflightLimiter(self.settings.max_inflight_queries)
@@ -150,7 +80,8 @@ class SourceReader:
                 request_timeout=self.settings.request_timeout_ms / 1000,
             ),
         )
-        self._inbox: queue.Queue[_Message] = queue.Queue()
+        self._inbox: queue.Queue[Message] = queue.Queue()
+        self._pages = LogPages(session, self.settings, self._profile, self._inbox.put)
         self._output = OutputBuffer()
         self._groups: dict[GroupId, StreamGroup] = {}
         self._tables: dict[TableKey, tuple[int, list[str]]] = {}
@@ -158,12 +89,11 @@ class SourceReader:
         self._horizons: dict[TableKey, int] = {}
         self._readers: dict[GroupId, GroupReader] = {}
         self._pending: dict[GroupId, Position | None] = {}
-        self._statements: dict[TableKey, PreparedStatement] = {}
-        self._decoders: dict[tuple[TableKey, tuple[str, ...]], RowDecoder] = {}
         self._due = DueReaders(_MAX_IDLE_S)
         self._closing = False
         self.queries = MetadataQueries(session, self.settings, self._profile, self._limiter)
-        self._discovery = Discovery(self.queries, self.settings, _InboxSink(self), clock)
+        sink = InboxSink(self._inbox, self._output, self._on_ends, self._on_horizon)
+        self._discovery = Discovery(self.queries, self.settings, sink, clock)
         self._thread = threading.Thread(target=self._run, name="cdc-source", daemon=True)
         self._thread.start()
         self._discovery.start()
@@ -180,12 +110,12 @@ class SourceReader:
         starts once it is. After `stop_group`, nothing of the stopped reading is handed on,
         even while the scheduler has not yet taken the stop: the output lets the group's events
         through again only when the scheduler takes this start, after the stop."""
-        self._inbox.put(_Start(group, position, self._output.stops(group)))
+        self._inbox.put(Start(group, position, self._output.stops(group)))
 
     def stop_group(self, group: GroupId) -> None:
         """Stop reading `group`; nothing of it is handed on after this call returns."""
         self._output.stop_group(group)
-        self._inbox.put(_Stop(group))
+        self._inbox.put(Stop(group))
 
     def poll(self, timeout_s: float = 1.0, max_items: int = 10_000) -> list[SourceEvent]:
         events = self._output.take(timeout_s, max_items)
@@ -246,19 +176,19 @@ class SourceReader:
             except queue.Empty:
                 return
 
-    def _handle(self, message: _Message) -> None:
-        if isinstance(message, _Answer):
+    def _handle(self, message: Message) -> None:
+        if isinstance(message, PageAnswer):
             self._on_answer(message)
             self._due.mark(message.request.group.id)
-        elif isinstance(message, _Start):
+        elif isinstance(message, Start):
             self._output.resume_group(message.group, message.stops_seen)
             self._start(message.group, message.position)
-        elif isinstance(message, _Stop):
+        elif isinstance(message, Stop):
             self._readers.pop(message.group, None)
             self._pending.pop(message.group, None)
-        elif isinstance(message, _Found):
+        elif isinstance(message, Found):
             self._on_found(message)
-        elif isinstance(message, _Call):
+        elif isinstance(message, Call):
             message.apply()
             self._due.sweep_soon()  # new ends or horizons: any reader may have something to do
 
@@ -307,34 +237,14 @@ class SourceReader:
 
     def _execute(self, reader: GroupReader, request: PageRequest) -> None:
         try:
-            bound = self._statement(request.group).bind((request.stream.raw, request.lower, request.upper))
-            bound.fetch_size = self.settings.page_size
-            future = self._session.execute_async(
-                bound, execution_profile=self._profile, paging_state=request.paging_state
-            )
+            future = self._pages.send(request)
         except Exception as error:
             self._limiter.release()
             self._emit(reader, reader.on_error(request, error, self._now_us()))
             return
-        started = time.monotonic()
-        future.add_callbacks(
-            callback=lambda _rows: self._inbox.put(_Answer(request, future, None, time.monotonic() - started)),
-            errback=lambda error: self._inbox.put(_Answer(request, future, error, time.monotonic() - started)),
-        )
+        self._pages.watch(request, future)
 
-    def _statement(self, group: StreamGroup) -> PreparedStatement:
-        key = (group.keyspace, group.table)
-        statement = self._statements.get(key)
-        if statement is None:
-            log_table = f"{quote_identifier(group.keyspace)}.{quote_identifier(group.table + '_scylla_cdc_log')}"
-            statement = self._session.prepare(
-                f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = ? AND "cdc$time" >= ? AND "cdc$time" < ?'
-            )
-            statement.is_idempotent = True
-            self._statements[key] = statement
-        return statement
-
-    def _on_answer(self, answer: _Answer) -> None:
+    def _on_answer(self, answer: PageAnswer) -> None:
         self._limiter.release()
         request = answer.request
         if self._on_query is not None:
@@ -342,31 +252,7 @@ class SourceReader:
         reader = self._readers.get(request.group.id)
         if reader is None:
             return
-        now = self._now_us()
-        if answer.error is not None:
-            self._emit(reader, reader.on_error(request, answer.error, now))
-            return
-        try:
-            result = answer.future.result()
-            decoder = self._decoder(request.group, tuple(result.column_names or ()))
-            rows = decoder.decode_page(result.current_rows, request.stream)
-        except MalformedLogError as error:
-            self._emit(reader, [reader.fail(str(error))])
-            return
-        except Exception as error:
-            self._emit(reader, reader.on_error(request, error, now))
-            return
-        paging_state = result.paging_state
-        _release(answer.future)
-        self._emit(reader, reader.on_page(request, rows, paging_state, now))
-
-    def _decoder(self, group: StreamGroup, names: tuple[str, ...]) -> RowDecoder:
-        key = ((group.keyspace, group.table), names)
-        decoder = self._decoders.get(key)
-        if decoder is None:
-            decoder = RowDecoder(f"{group.keyspace}.{group.table}", names)
-            self._decoders[key] = decoder
-        return decoder
+        self._emit(reader, self._pages.outputs(reader, answer, self._now_us()))
 
     def _emit(self, reader: GroupReader, outputs: list[Output]) -> None:
         if not outputs:
@@ -412,7 +298,7 @@ class SourceReader:
         self._readers[group_id] = reader
         self._due.mark(group_id)
 
-    def _on_found(self, found: _Found) -> None:
+    def _on_found(self, found: Found) -> None:
         events: list[SourceEvent] = []
         for group in found.groups:
             self._tables[(group.keyspace, group.table)] = (found.ttl_s, found.key_columns)
