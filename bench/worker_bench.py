@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,12 +52,12 @@ from latency_reader import percentile, write_log_rows_steadily
 
 
 def properties(endpoints: Endpoints, name: str, table: str, converter: str, confidence_ms: int,
-               preimages: bool = False) -> str:
+               preimages: bool = False, lookback_ms: int = 3_600_000) -> str:
     sim = SimSettings()
     lines: dict[str, object] = {
         "name": name, "topic.prefix": name, "scylla.table.names": table,
         "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
-        "scylla.confidence.window.size": confidence_ms, "scylla.initial.lookback.ms": 3_600_000,
+        "scylla.confidence.window.size": confidence_ms, "scylla.initial.lookback.ms": lookback_ms,
         "scylla.cdc.metadata.vnodes.keyspace": sim.vnodes_keyspace,
         "scylla.cdc.metadata.tablets.keyspace": sim.tablets_keyspace,
         "key.converter": converter, "value.converter": converter,
@@ -72,6 +73,10 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
+# installed beside this interpreter by `scripts/setup` (the dev extra), whether or not the venv is on PATH
+PY_SPY = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+
+
 def start_workers(config: Path, count: int, log_dir: Path, profile: str | None = None,
                   gil_only: bool = False) -> list[subprocess.Popen[bytes]]:
     """`profile`: py-spy attached to the first worker, collapsed stacks of all threads into this
@@ -84,7 +89,7 @@ def start_workers(config: Path, count: int, log_dir: Path, profile: str | None =
         with (log_dir / f"worker-{index}.log").open("wb") as out:
             processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
     if profile:
-        command = ["py-spy", "record", "--format", "raw", "--rate", "200", "-o", profile,
+        command = [PY_SPY, "record", "--format", "raw", "--rate", "200", "-o", profile,
                    "--pid", str(processes[0].pid), *(["--gil"] if gil_only else [])]
         processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
     return processes
@@ -92,7 +97,7 @@ def start_workers(config: Path, count: int, log_dir: Path, profile: str | None =
 
 def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM to the workers by pid; an attached profiler ends (and writes) when its worker does."""
-    workers = [p for p in processes if p.args[0] != "py-spy"]
+    workers = [p for p in processes if p.args[0] != PY_SPY]
     for process in workers:
         os.kill(process.pid, signal.SIGTERM)
     for process in processes:
@@ -153,12 +158,14 @@ def fill_backlog(emu: Emulator, keyspace: str, changes: int, mix: str) -> dict[s
     produce for them (tombstones included); kept in the keyspace for runs that reuse it."""
     emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
                 "'replication_factor': 1}")
+    filled_at_ms = int(time.time() * 1000)
     if mix == "narrow":
         narrow = bulk_fill(emu, keyspace, "t", changes, partitions=10_000, base=False)
         fill = {"mix": mix, "tables": [f"{keyspace}.t"], "changes": changes, "records": narrow.records,
                 "log_rows": narrow.rows, "envelopes": changes, "elapsed_s": round(narrow.elapsed_s, 3)}
     else:
         fill = {"mix": mix, **realistic_fill(emu, keyspace, changes).as_dict()}
+    fill["filled_at_ms"] = filled_at_ms
     emu.session.execute(f"CREATE TABLE {keyspace}.backlog_fill (id int PRIMARY KEY, report text)")
     emu.session.execute(f"INSERT INTO {keyspace}.backlog_fill (id, report) VALUES (0, %s)", (json.dumps(fill),))
     return fill
@@ -173,6 +180,14 @@ def stored_fill(emu: Emulator, keyspace: str, changes: int) -> dict[str, Any]:
     return dict(json.loads(row[0]))
 
 
+def lookback_ms(fill: dict[str, Any]) -> int:
+    """The initial lookback that reaches the start of a backlog filled `filled_at_ms` (an hour, or
+    more for a backlog kept from an earlier run), so a later run reads all of it."""
+    filled_at_ms = fill.get("filled_at_ms")
+    age_ms = int(time.time() * 1000) - int(filled_at_ms) if filled_at_ms else 0
+    return max(3_600_000, age_ms + 600_000)
+
+
 def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     keyspace = args.keyspace or f"bench_{uuid.uuid4().hex[:8]}"
     mix = getattr(args, "mix", "narrow")
@@ -185,7 +200,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "bench.properties"
         config.write_text(properties(endpoints, name, ",".join(tables), args.converter, 2000,
-                                     preimages=fill["mix"] == "realistic"))
+                                     preimages=fill["mix"] == "realistic", lookback_ms=lookback_ms(fill)))
         consumer = consumer_for(endpoints, topics)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
