@@ -1,0 +1,36 @@
+"""The `cdc-bridge` parser: every command, and one command alone when argv names it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from bridge.cli import _COMMANDS, build_parser
+
+pytestmark = pytest.mark.unit
+
+
+def _commands(parser: object) -> set[str]:
+    actions = [a for a in parser._subparsers._group_actions]  # type: ignore[attr-defined]
+    return set(actions[0].choices)
+
+
+def test_the_command_table_names_every_registered_command() -> None:
+    assert _commands(build_parser()) == set(_COMMANDS)
+
+
+def test_a_named_command_registers_its_own_module_only() -> None:
+    assert _commands(build_parser(["run", "--config", "x"])) == {"run"}
+    assert _commands(build_parser(["offsets", "show"])) == {"status", "offsets"}
+    assert _commands(build_parser(["--help"])) == set(_COMMANDS)
+    assert _commands(build_parser(["no-such-command"])) == set(_COMMANDS)
+
+
+def test_the_worker_command_does_not_import_the_emulator_stack_or_spark() -> None:
+    code = ("import sys; from bridge.cli import build_parser; build_parser(['run', '--config', 'x']); "
+            "print(sorted(m for m in sys.modules if m.startswith(('bridge.sim', 'bridge.stack', 'bridge.spark', "
+            "'bridge.demo'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
