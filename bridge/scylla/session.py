@@ -11,6 +11,7 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
+from bridge.scylla import fast_uuid
 from bridge.scylla.errors import SourceError
 
 
@@ -70,6 +71,7 @@ def connect(
     connect_timeout_s: float = 10.0,
 ) -> tuple[Any, Any]:
     """(cluster, session); raises ClusterUnavailableError with the addresses and the cause."""
+    fast_uuid.install()
     cluster = Cluster(
         [host for host, _ in contact_points],
         port=contact_points[0][1],  # the driver takes one port for all contact points
