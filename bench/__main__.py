@@ -21,7 +21,9 @@ On the running local stack (`cdc-bridge stack up`), in this order:
 4. on the small backlog: JSON with one worker, JSON with two, Avro with one (the registry of the
    stack); Kafka and Cassandra share the machine's cores, so two workers show overhead, not speed-up;
 5. latency: 2,000 changes/s for 60 s, 2 s confidence window: p50/p99/max beyond the window;
-6. serialization alone (bench/envelope_bench.py) and Spark (bench/spark_bench.py when present).
+6. serialization alone (bench/envelope_bench.py) and Spark (bench/spark_bench.py when present);
+7. where the time goes: CPU per envelope of each stage, one thread, on the small backlog
+   (bench/stage_costs.py), and the cores each process used during the main catch-up.
 
 Shared machines are noisy: compare figures within one report; CPU-second figures move least.
 """
@@ -160,12 +162,14 @@ def main() -> int:
         "latency_overhead_p50_s": (steady["delay_beyond_confidence_ms"] or {}).get("p50", 0) / 1000,
         "latency_overhead_p99_s": (steady["delay_beyond_confidence_ms"] or {}).get("p99", 0) / 1000,
         "latency_overhead_max_s": (steady["delay_beyond_confidence_ms"] or {}).get("max", 0) / 1000,
+        "cores_used_during_catchup": main_run.get("cores_used"),
         "peak_rss_mb": main_run["peak_rss_mb"],
         "rss_mb_at_backlog_read": main_run.get("rss_mb_at_backlog_read"),
         "details": {"catchup": main_run, "paging_ceiling": paging, "producing_ceiling": producing,
                     "small_backlog": small_runs, "latency": steady,
                     "serialization": run_json_script(HERE / "envelope_bench.py", "--records", "50000"),
-                    "spark": run_json_script(HERE / "spark_bench.py")},
+                    "spark": run_json_script(HERE / "spark_bench.py"),
+                    "stage_costs": run_json_script(HERE / "stage_costs.py", "--keyspace", small)},
         "elapsed_s": round(time.monotonic() - started),
     }
     text = json.dumps(report, indent=2)

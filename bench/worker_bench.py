@@ -45,7 +45,7 @@ from bridge.sim import Emulator
 from bridge.sim.backlog import realistic_fill
 from bridge.sim.load import bulk_fill
 from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints
+from bridge.stack.layout import Endpoints, StackLayout
 
 sys.path.insert(0, str(Path(__file__).parent))
 from latency_reader import percentile, write_log_rows_steadily
@@ -104,14 +104,48 @@ def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
         process.wait(60)
 
 
+def pid_cpu_s(pid: int) -> float:
+    """User + system CPU of a running process so far (/proc/<pid>/stat, clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
-    """User + system CPU of the running processes so far (/proc/<pid>/stat, clock ticks)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for process in processes:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+    return sum(pid_cpu_s(process.pid) for process in processes)
+
+
+class MachineCpu:
+    """Where the machine's cores went between `__init__` and `cores_used()`: the stack's servers
+    (by their pid files), the workers, this benchmark process (filling, consuming) and the whole
+    machine (/proc/stat), in cores (CPU-seconds per second)."""
+
+    def __init__(self, workers: list[subprocess.Popen[bytes]]) -> None:
+        layout = StackLayout.default()
+        self._pids = {"worker": [w.pid for w in workers], "bench": [os.getpid()]}
+        for service in ("cassandra", "kafka", "apicurio"):
+            with contextlib.suppress(OSError, ValueError):
+                self._pids[service] = [int((layout.home(service) / f"{service}.pid").read_text())]
+        self._started = time.monotonic()
+        self._before = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        sample = {"machine": self._machine_busy_s()}
+        for name, pids in self._pids.items():
+            with contextlib.suppress(OSError):
+                sample[name] = sum(pid_cpu_s(pid) for pid in pids)
+        return sample
+
+    @staticmethod
+    def _machine_busy_s() -> float:
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle, iowait
+        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    def cores_used(self) -> dict[str, float]:
+        elapsed = time.monotonic() - self._started
+        after = self._sample()
+        return {name: round((after[name] - self._before[name]) / elapsed, 2)
+                for name in after if name in self._before}
 
 
 def thread_cpu_s(process: subprocess.Popen[bytes]) -> dict[str, float]:
@@ -206,6 +240,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         started = time.monotonic()
         processes = start_workers(config, args.workers, Path(folder), args.profile,
                                   getattr(args, "profile_gil", False))
+        machine = MachineCpu([p for p in processes if p.args[0] != PY_SPY])
         received = 0  # every record of the bridge's topics, tombstones included
         first: tuple[int, float, float] | None = None  # (received, time, CPU) when the first envelopes came
         rss: dict[str, float] = {}  # the first worker's RSS when a quarter, half, all of the backlog was read
@@ -219,6 +254,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         elapsed = time.monotonic() - started
         last = (received, time.monotonic(), cpu_seconds(processes))
         threads = thread_cpu_s(processes[0])
+        cores = machine.cores_used()
         stop_workers(processes)
         consumer.close()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -233,6 +269,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         "peak_rss_mb": round(after.ru_maxrss / 1024, 1), "keyspace": keyspace, "tables": tables, "topics": topics,
         "topic": topics[0],
         **steady_figures(first, last), "rss_mb_at_backlog_read": rss, "first_worker_cpu_s_by_thread": threads,
+        "cores_used": cores,
         "fill": fill,
         "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only; "
                 "received counts tombstones (the bridge produces them)",
