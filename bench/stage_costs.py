@@ -25,7 +25,7 @@ from typing import Any
 from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement, tuple_factory
 
-from bridge import gc_policy
+from bridge import runtime_tuning
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translator import Translator
@@ -50,7 +50,7 @@ def stage_costs(host: str, port: int, keyspace: str, tables: list[str]) -> dict[
         translator = Translator(settings, on_new_plan=serializer.prepare)
         seconds = dict.fromkeys(STAGES, 0.0)
         rows = envelopes = 0
-        gc_policy.tune_for_streaming()
+        runtime_tuning.tune_for_streaming()
         for table in tables:
             schema = load_table_schema(schema_session, keyspace, table)
             log = f'"{keyspace}"."{table}_scylla_cdc_log"'

@@ -14,7 +14,6 @@ import structlog
 from bridge.config import BridgeConfig, ConfigError
 from bridge.config_cli import add_config_arguments, config_from_args
 from bridge.envelope.errors import PlanError, SerializationError
-from bridge.gc_policy import tune_for_streaming
 from bridge.kafka.access import KafkaAccessError, check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
@@ -23,6 +22,7 @@ from bridge.observability import configure_logging, register_secret
 from bridge.observability.logs import is_secret_key, mask_text
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
+from bridge.runtime_tuning import tune_for_streaming
 from bridge.scylla.errors import TableMissingError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 

@@ -41,7 +41,7 @@ def release_future(future: Any) -> None:
     """Break the reference cycles of an answered query's future, so reference counting frees it
     and its page at once. Each future holds our callbacks (which hold the future) and its request
     timer (whose callback is the future's own method), and it keeps the page's rows: with the
-    worker's rare cyclic collections (bridge/gc_policy.py) those pages piled up, and a catch-up of
+    worker's rare cyclic collections (bridge/runtime_tuning.py) those pages piled up, and a catch-up of
     wide rows grew from 191 to 216 MB; released, it stays flat at ~195 MB. `_timer` and
     `_final_result` are the driver's (3.x) own attributes: the future is done and never asked
     again (the next page is a new request), and on a driver without them this sets unused ones."""
