@@ -52,7 +52,8 @@ from latency_reader import percentile, write_log_rows_steadily
 
 
 def properties(endpoints: Endpoints, name: str, table: str, converter: str, confidence_ms: int,
-               preimages: bool = False, lookback_ms: int = 3_600_000) -> str:
+               preimages: bool = False, lookback_ms: int = 3_600_000,
+               extra: dict[str, str] | None = None) -> str:
     sim = SimSettings()
     lines: dict[str, object] = {
         "name": name, "topic.prefix": name, "scylla.table.names": table,
@@ -70,6 +71,7 @@ def properties(endpoints: Endpoints, name: str, table: str, converter: str, conf
         del lines["key.converter.schema.registry.url"], lines["value.converter.schema.registry.url"]
     if preimages:
         lines["experimental.preimages.enabled"] = "true"
+    lines.update(extra or {})
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
@@ -234,7 +236,8 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "bench.properties"
         config.write_text(properties(endpoints, name, ",".join(tables), args.converter, 2000,
-                                     preimages=fill["mix"] == "realistic", lookback_ms=lookback_ms(fill)))
+                                     preimages=fill["mix"] == "realistic", lookback_ms=lookback_ms(fill),
+                                     extra=getattr(args, "settings", None)))
         consumer = consumer_for(endpoints, topics)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
@@ -286,7 +289,8 @@ def latency(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         emu.execute(f"CREATE TABLE {keyspace}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}")
         name = f"bench-{uuid.uuid4().hex[:8]}"
         config = Path(folder) / "bench.properties"
-        config.write_text(properties(endpoints, name, f"{keyspace}.t", "json", confidence_ms))
+        config.write_text(properties(endpoints, name, f"{keyspace}.t", "json", confidence_ms,
+                                     extra=getattr(args, "settings", None)))
         consumer = consumer_for(endpoints, [f"{name}.{keyspace}.t"])
         processes = start_workers(config, 1, Path(folder))
         time.sleep(5)  # joined, groups started
@@ -311,6 +315,13 @@ def latency(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     }
 
 
+def setting(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     modes = parser.add_subparsers(dest="mode", required=True)
@@ -328,7 +339,11 @@ def main() -> int:
     lat.add_argument("--rate", type=float, default=1000)
     lat.add_argument("--seconds", type=float, default=30)
     lat.add_argument("--confidence-ms", type=int, default=2000)
+    for mode in (up, lat):
+        mode.add_argument("--set", dest="settings", metavar="KEY=VALUE", type=setting, action="append",
+                          help="a worker property to add or override (repeatable), for tuning experiments")
     args = parser.parse_args()
+    args.settings = dict(args.settings or [])
     endpoints = Endpoints.from_env()
     print(json.dumps(catchup(args, endpoints) if args.mode == "catchup" else latency(args, endpoints)))
     return 0
