@@ -33,7 +33,8 @@ from worker_bench import lookback_ms, stored_fill
 def source_rate(endpoints: Endpoints, keyspace: str, timeout_s: float) -> dict[str, Any]:
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
         fill = stored_fill(emu, keyspace, 0)
-    expected = int(fill["records"])  # change records: what the reader hands on, one RecordRead each
+    # change records: what the reader hands on, one RecordRead each (an old narrow fill: one per change)
+    expected = int(fill.get("records", fill["changes"]))
     sim = SimSettings()
     settings = ReaderSettings(confidence_window_size_ms=2000, initial_lookback_ms=lookback_ms(fill),
                               vnodes_metadata_keyspace=sim.vnodes_keyspace,
@@ -70,7 +71,7 @@ def source_rate(endpoints: Endpoints, keyspace: str, timeout_s: float) -> dict[s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--keyspace", required=True, help="a realistic backlog keyspace filled by python -m bench")
+    parser.add_argument("--keyspace", required=True, help="a keyspace filled by python -m bench or worker_bench.py")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     report = source_rate(Endpoints.from_env(), args.keyspace, args.timeout)
