@@ -33,8 +33,9 @@ from worker_bench import lookback_ms, stored_fill
 def source_rate(endpoints: Endpoints, keyspace: str, timeout_s: float) -> dict[str, Any]:
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
         fill = stored_fill(emu, keyspace, 0)
-    # change records: what the reader hands on, one RecordRead each (an old narrow fill: one per change)
-    expected = int(fill.get("records", fill["changes"]))
+    if "records" not in fill:
+        raise SystemExit(f"{keyspace} has no backlog_fill report: fill it with python -m bench or worker_bench.py")
+    expected = int(fill["records"])  # change records: what the reader hands on, one RecordRead each
     sim = SimSettings()
     settings = ReaderSettings(confidence_window_size_ms=2000, initial_lookback_ms=lookback_ms(fill),
                               vnodes_metadata_keyspace=sim.vnodes_keyspace,
