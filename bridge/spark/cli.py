@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TOPIC_RULE = "{topic}.flat"
+# Records per micro-batch unless told: docs/spark.md ("Throughput and memory") has the
+# measurements behind it. A micro-batch is persisted whole (memory, spilling to disk) while its
+# outputs are written, so the cap bounds the heap a micro-batch needs.
+DEFAULT_MAX_OFFSETS = 50_000
+# A 2-core, 4 GiB machine: 1 GiB of heap for the driver (local mode: the tasks too), the rest to
+# the Python workers, Kafka's client buffers and the page cache.
+DEFAULT_MEMORY = "1g"
 
 
 def register(commands: Any, *, default_master: str | None = "local[2]") -> None:
@@ -74,11 +81,19 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "(default derived from the checkpoint path)")
     parser.add_argument("--starting-offsets", default="earliest", help="earliest | latest | Spark's JSON, "
                         "used only by a new checkpoint")
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=DEFAULT_MAX_OFFSETS,
+                        help="cap on records per micro-batch, over all topics (default %(default)s; 0: no cap, "
+                        "one micro-batch takes everything there is)")
     parser.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval")
     parser.add_argument("--available-now", action="store_true", help="process what is in Kafka now, then stop")
     parser.add_argument("--master", default=default_master, help="Spark master (default %(default)s; "
                         "none: the one spark-submit gives)")
+    parser.add_argument("--driver-memory", default=DEFAULT_MEMORY, help="heap of the driver's JVM, which in "
+                        "local mode also runs the tasks (default %(default)s; spark.driver.memory)")
+    parser.add_argument("--executor-memory", default=DEFAULT_MEMORY, help="heap of each executor on a cluster "
+                        "(default %(default)s; spark.executor.memory)")
+    parser.add_argument("--spark-ui", action="store_true", help="serve the Spark UI (port 4040 or the next free "
+                        "one; spark.ui.port to choose)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more Spark settings (repeatable)")
 
@@ -127,13 +142,21 @@ def _source(args: argparse.Namespace) -> Any:
     return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=args.topic_pattern,
                          value_format=ValueFormat(args.format or value_format or "json-schemas"),
                          registry_url=args.registry_url or registry, starting_offsets=args.starting_offsets,
-                         max_offsets_per_trigger=args.max_offsets_per_trigger, kafka=kafka)
+                         max_offsets_per_trigger=args.max_offsets_per_trigger or None, kafka=kafka)
+
+
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    conf = {"spark.driver.memory": args.driver_memory, "spark.executor.memory": args.executor_memory}
+    if args.spark_ui:
+        conf["spark.ui.enabled"] = "true"
+    return {**conf, **_pairs(args.spark_conf, "--spark-conf")}
 
 
 def _run(args: argparse.Namespace, start: Any) -> int:
     from bridge.config import ConfigError
     from bridge.observability import configure_logging
     from bridge.spark.errors import SparkJobError
+    from bridge.spark.fatal import explain, fail, watch_jvm
     from bridge.spark.jobs import RunOptions
     from bridge.spark.session import build_session
 
@@ -143,20 +166,33 @@ def _run(args: argparse.Namespace, start: Any) -> int:
         run = RunOptions(checkpoint=args.checkpoint, name=args.name, trigger_interval=args.trigger_interval,
                          available_now=args.available_now)
         master = None if args.master in (None, "", "none") else args.master
-        spark = build_session(master, conf=_pairs(args.spark_conf, "--spark-conf"))
+        spark = build_session(master, conf=_spark_conf(args))
+    except (SparkJobError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # the JVM did not start (e.g. a heap too small for Spark)
+        fail(f"Spark did not start: {explain(str(error))}")
+    watch_jvm(spark)
+    try:
+        from bridge.spark.progress import ProgressLogger
+
+        spark.streams.addListener(ProgressLogger())
         query = start(spark, source, run)
     except (SparkJobError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # py4j: the JVM failed or is gone
+        fail(explain(str(error)))
     signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    except Exception as error:  # the query failed (raised here) or the JVM is gone (py4j)
+        fail(explain(str(error)))
     failure = query.exception()
     if failure is not None:
-        print(f"error: the streaming query failed: {failure}", file=sys.stderr)
-        return 1
+        fail(explain(str(failure)))
     return 0
 
 

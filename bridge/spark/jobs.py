@@ -5,7 +5,7 @@ The source is Spark's Kafka source on the envelope topics with `kafka.isolation.
 (Spark's consumer defaults to read_uncommitted, which would show records of aborted worker
 transactions) and headers included. The checkpoint location holds the source offsets of every
 micro-batch: a restarted query resumes there and re-runs an unfinished micro-batch with the same
-batch id, which both outputs use to stay exactly-once (kafka_sink, mirror).
+batch id and the same offsets, which the outputs use to stay exactly-once (kafka_tasks, mirror).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import SparkJobError
 from bridge.spark.flatten import flatten, output_topic
-from bridge.spark.kafka_sink import TransactionalKafkaSink
+from bridge.spark.kafka_sink import KafkaOutput
+from bridge.spark.kafka_tasks import RESULT_SCHEMA, Fault, TaskSink, produce_partition
 from bridge.spark.mirror import MirrorWriter
 from bridge.spark.smt_options import SmtOptions
 
@@ -100,8 +101,9 @@ class FlattenWriter:
         self.source, self.smt, self.name = source, smt, name
         self.topic_rule, self.delta_root, self.schemas_out = topic_rule, delta_root, schemas_out
         self.decoder = avro_decoder(source)
-        self.sink = (TransactionalKafkaSink({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, name,
-                                            commit_topic) if topic_rule is not None else None)
+        self.sink = (KafkaOutput({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, name, commit_topic)
+                     if topic_rule is not None else None)
+        self.fault = Fault.from_env()
         self._partitions: dict[str, int] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -118,6 +120,9 @@ class FlattenWriter:
 
     def _to_kafka(self, outputs: list[tuple[Group, DataFrame]], batch_id: int, source_partitions: int) -> None:
         assert self.sink is not None and self.topic_rule is not None
+        if batch_id <= self.sink.last_committed:
+            log.info("micro-batch already in kafka, skipped", batch_id=batch_id, last=self.sink.last_committed)
+            return
         frames: list[DataFrame] = []
         per_topic: dict[str, int] = {}
         for group, frame in outputs:
@@ -126,29 +131,35 @@ class FlattenWriter:
             target = output_topic(self.topic_rule, group.topic)
             if target not in self._partitions:
                 self._partitions[target] = self.sink.partitions_of(group.topic)
+                self.sink.ensure_topic(target, self._partitions[target])
             per_topic[group.topic] = per_topic.get(group.topic, 0) + 1
-            frames.append(frame.select(F.lit(target).alias("topic"), "key", "value", "headers",
+            frames.append(frame.select(F.lit(target).alias("topic"), "key", F.col("value").cast("binary"), "headers",
+                                       F.col("topic").alias("source_topic"),
                                        F.col("partition").alias("source_partition"), "offset"))
-        if not frames:
-            written = self.sink.write(batch_id, iter(()), self._partitions)
-        else:
+        written = 0
+        if frames:
             union = frames[0]
             for frame in frames[1:]:
                 union = union.unionByName(frame)
-            # toLocalIterator runs one Spark job per partition, and the union has one partition per
-            # group and source partition, mostly empty: as many partitions as the micro-batch
-            # (each about one source partition's records in the driver at a time). A key's records
-            # are in one source partition, so they keep their order when each source partition
-            # stays in one piece (coalesce), or is sorted by offset (a topic with several groups).
+            # Each task holds whole source partitions, in offset order (a key's records are in one
+            # source partition, so they keep their order). A group's frame has one partition per
+            # source partition: when a topic has one group, whole partitions are merged (coalesce,
+            # no shuffle); with several (a schema change inside the micro-batch, kept tombstones)
+            # they are brought together and sorted by offset.
             parts = max(1, source_partitions)
             if any(count > 1 for count in per_topic.values()):
-                union = (union.repartition(parts, "topic", "source_partition")
-                         .sortWithinPartitions("topic", "source_partition", "offset"))
+                union = (union.repartition(parts, "source_topic", "source_partition")
+                         .sortWithinPartitions("source_topic", "source_partition", "offset"))
             else:
                 union = union.coalesce(parts)
-            # The next partition is computed while the driver produces the current one.
-            written = self.sink.write(batch_id, union.toLocalIterator(prefetchPartitions=True), self._partitions)
-        log.info("micro-batch flattened to kafka", batch_id=batch_id, records=written)
+            sink = TaskSink(self.sink.kafka, self.name, batch_id, self.fault)
+            counts = union.mapInArrow(produce_partition(sink), RESULT_SCHEMA).collect()  # one row per task
+            written = sum(int(row["written"]) for row in counts)
+            skipped = sum(int(row["skipped"]) for row in counts)
+            if skipped:
+                log.info("records already in kafka, skipped", batch_id=batch_id, records=skipped)
+        self.sink.mark(batch_id, written)
+        log.debug("micro-batch flattened to kafka", batch_id=batch_id, records=written)
 
     def _to_delta(self, outputs: list[tuple[Group, DataFrame]], batch_id: int) -> None:
         assert self.delta_root is not None

@@ -1,22 +1,20 @@
-"""Exactly-once output of micro-batches to Kafka: one transaction per micro-batch, and the batch id
-committed in the same transaction.
+"""Driver side of the exactly-once Kafka output: output topics, and the job's last written
+micro-batch in the compacted commit topic.
 
-Spark's own Kafka sink is at-least-once (a micro-batch replayed after a crash is written again).
-Here the driver produces each micro-batch's records and a marker record `{"batch_id": N}` (key:
-the job name) to a compacted commit topic in one Kafka transaction. On start it fences any
-earlier producer with the same transactional id (`init_transactions`) and reads the last
-committed batch id of its name with `read_committed`; a micro-batch whose id is not newer is a
-replay of one already in Kafka and is skipped. Records go through the driver, so the output rate
-is one producer's (documented in docs/spark.md); the keys' partitions follow the Java client
-(murmur2), like the worker's.
+The records themselves are produced by the tasks (`bridge.spark.kafka_tasks`: one transaction
+per source topic-partition with its own marker); the driver only creates the output topics (as
+many partitions as the source topic, so a key lands where the worker would put it) and, after
+every task of a micro-batch committed, records `{"batch_id": N, "records": n}` under the job's
+name in `--commit-topic`. A restarted job reads that marker first and skips a re-run micro-batch
+that is not newer without starting its tasks (the tasks' own markers would skip it too; this
+spares their transactions, and it is the marker earlier versions wrote in their transaction).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import structlog
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -29,25 +27,17 @@ log = structlog.get_logger(__name__)
 TIMEOUT_S = 60.0
 
 
-class TransactionalKafkaSink:
+class KafkaOutput:
     def __init__(self, kafka: Mapping[str, str], name: str, commit_topic: str) -> None:
-        self.kafka: dict[str, str | int | float | bool] = dict(kafka)
+        self.kafka: dict[str, str] = dict(kafka)
         self.name = name
         self.commit_topic = commit_topic
         self.admin = AdminClient(dict(self.kafka))
         self._known_topics: set[str] = set()
-        self._ensure_topic(commit_topic, 1, {"cleanup.policy": "compact"})
-        self.producer = Producer({
-            **self.kafka,
-            "transactional.id": f"cdc-bridge-spark-{name}",
-            "enable.idempotence": True,
-            "partitioner": "murmur2_random",
-            "linger.ms": 20,
-            "transaction.timeout.ms": 120_000,
-        })
-        self.producer.init_transactions(TIMEOUT_S)
+        self.ensure_topic(commit_topic, 1, {"cleanup.policy": "compact"})
+        self.producer = Producer({**self.kafka, "enable.idempotence": True})
         self.last_committed = self._read_last_committed()
-        log.info("kafka sink ready", name=name, commit_topic=commit_topic, last_committed_batch=self.last_committed)
+        log.info("kafka output ready", name=name, commit_topic=commit_topic, last_committed_batch=self.last_committed)
 
     def _read_last_committed(self) -> int:
         consumer = Consumer({**self.kafka, "group.id": f"cdc-bridge-spark-probe-{uuid.uuid4().hex[:8]}",
@@ -80,7 +70,7 @@ class TransactionalKafkaSink:
         finally:
             consumer.close()
 
-    def _ensure_topic(self, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    def ensure_topic(self, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
         if topic in self._known_topics:
             return
         metadata = self.admin.list_topics(timeout=TIMEOUT_S)
@@ -100,56 +90,16 @@ class TransactionalKafkaSink:
         found = metadata.topics.get(topic)
         return len(found.partitions) if found is not None and found.partitions else 1
 
-    def write(self, batch_id: int, rows: Iterable[Any], source_partitions: Mapping[str, int]) -> int:
-        """Produce `rows` (topic, key, value, headers) and the marker in one transaction; returns the
-        number of records, or -1 when `batch_id` was committed before (a replay)."""
-        if batch_id <= self.last_committed:
-            log.info("micro-batch already in kafka, skipped", batch_id=batch_id, last=self.last_committed)
-            return -1
+    def mark(self, batch_id: int, records: int) -> None:
+        """Record that every task of `batch_id` committed (after they all did)."""
         errors: list[str] = []
-
-        def delivered(error: Any, _message: Any) -> None:
-            if error is not None:
-                errors.append(str(error))
-
-        producer = self.producer
-        producer.begin_transaction()
-        count = 0
-        try:
-            for row in rows:
-                topic = row["topic"]
-                if topic not in self._known_topics:
-                    self._ensure_topic(topic, source_partitions.get(topic, 1))
-                headers: list[tuple[str, str | bytes | None]] = [(h["key"], h["value"]) for h in row["headers"] or []]
-                value = row["value"]
-                self._produce(topic, row["key"], value.encode() if isinstance(value, str) else value, headers,
-                              delivered)
-                count += 1
-            marker = json.dumps({"batch_id": batch_id, "records": count}).encode()
-            self._produce(self.commit_topic, self.name.encode(), marker, [], delivered)
-            producer.flush(TIMEOUT_S)
-            if errors:
-                raise KafkaSinkError(f"micro-batch {batch_id}: delivery failed: {errors[0]}")
-            producer.commit_transaction(TIMEOUT_S)
-        except BaseException:
-            try:
-                producer.abort_transaction(TIMEOUT_S)
-            except KafkaException as abort_error:
-                log.warning("abort failed", batch_id=batch_id, error=str(abort_error))
-            raise
+        self.producer.produce(self.commit_topic, key=self.name.encode(),
+                              value=json.dumps({"batch_id": batch_id, "records": records}).encode(),
+                              on_delivery=lambda error, _m: errors.append(str(error)) if error else None)
+        self.producer.flush(TIMEOUT_S)
+        if errors:
+            raise KafkaSinkError(f"micro-batch {batch_id}: writing its marker to {self.commit_topic}: {errors[0]}")
         self.last_committed = batch_id
-        return count
-
-    def _produce(self, topic: str, key: bytes | None, value: bytes | None,
-                 headers: list[tuple[str, str | bytes | None]],
-                 delivered: Any) -> None:
-        while True:
-            try:
-                self.producer.produce(topic, key=key, value=value, headers=headers or None, on_delivery=delivered)
-                break
-            except BufferError:
-                self.producer.poll(0.1)
-        self.producer.poll(0)
 
     def close(self) -> None:
         self.producer.flush(TIMEOUT_S)

@@ -39,6 +39,10 @@ _LOCAL_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.driver.memory": "1g",
+    # A driver out of heap exits (code 3, bridge/spark/fatal.py reports it) instead of living on
+    # with a dead thread and a query that never ends. In defaultJavaOptions, so that a user's
+    # spark.driver.extraJavaOptions adds to it.
+    "spark.driver.defaultJavaOptions": "-XX:+ExitOnOutOfMemoryError",
 }
 
 
@@ -77,7 +81,11 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-        # Python workers run this interpreter (the venv with bridge, orjson), not `python3` on PATH.
+        # Python workers run this interpreter (the venv with bridge, orjson, confluent_kafka,
+        # pyarrow), not `python3` on PATH. spark.pyspark.python alone does not do it in a session
+        # started from Python: pyspark's SparkContext takes the workers' interpreter from
+        # PYSPARK_PYTHON (else `python3`).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings = {**_LOCAL_CONF, "spark.jars.packages": ",".join(packages()), "spark.jars.ivy": str(ivy_dir()),
                     "spark.pyspark.python": sys.executable}
         for key, value in settings.items():

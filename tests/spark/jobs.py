@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 CLI = [sys.executable, "-m", "bridge.cli", "spark"]
 # The tests' JVMs live a few minutes: JIT compiling with C1 only spares the 2 cores C2's work
@@ -53,12 +53,14 @@ class SparkJob:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def start_job(args: list[str], log_dir: Path, checkpoint: Path) -> SparkJob:
+def start_job(args: list[str], log_dir: Path, checkpoint: Path, env: dict[str, str] | None = None) -> SparkJob:
+    """`env`: more environment variables for the job (e.g. the test-only fault of kafka_tasks)."""
     log_path = log_dir / f"spark-{uuid.uuid4().hex[:6]}.log"
     with log_path.open("wb") as out:
         process = subprocess.Popen([*CLI, *args, "--checkpoint", str(checkpoint),
                                     "--spark-conf", f"spark.driver.extraJavaOptions={TEST_JVM_OPTIONS}"], stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, **env} if env else None)
     return SparkJob(process, log_path, checkpoint)
 
 
@@ -82,11 +84,22 @@ def end_offsets(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]
             if topic not in metadata.topics:
                 continue
             for partition in metadata.topics[topic].partitions:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-                found[(topic, partition)] = high
+                found[(topic, partition)] = _high_watermark(consumer, TopicPartition(topic, partition))
         return found
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Consumer, partition: TopicPartition) -> int:
+    """A topic the worker has just created may not have its leader yet: retry that for a while."""
+    for attempt in range(20):
+        try:
+            return int(consumer.get_watermark_offsets(partition, timeout=30)[1])
+        except KafkaException as error:
+            if attempt == 19 or ("NOT_LEADER" not in str(error) and "LEADER_NOT_AVAILABLE" not in str(error)):
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 def read_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tuple[bytes | None, bytes | None]]:

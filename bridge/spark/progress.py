@@ -1,0 +1,64 @@
+"""One structured log line per micro-batch while a job runs (and catches up).
+
+A `StreamingQueryListener` turns each query progress event into `micro-batch done` with the batch
+id, input rows, rows/s (Spark's processedRowsPerSecond: rows over the batch's own duration), the
+duration and the lag per source topic: the Kafka source's latest offsets minus the batch's end
+offsets, summed over the topic's partitions (the records still to read when the batch ended).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import structlog
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+log = structlog.get_logger("bridge.spark.progress")
+
+
+def lag_per_topic(latest: str | None, end: str | None) -> dict[str, int]:
+    """Kafka source offsets as Spark prints them (`{"topic": {"0": 12, ...}}`) -> lag per topic."""
+    if not latest or not end:
+        return {}
+    try:
+        latest_offsets, end_offsets = json.loads(latest), json.loads(end)
+    except ValueError:
+        return {}  # not a Kafka source's offsets (or none yet)
+    if not isinstance(latest_offsets, dict) or not isinstance(end_offsets, dict):
+        return {}
+    lag: dict[str, int] = {}
+    for topic, partitions in latest_offsets.items():
+        done = end_offsets.get(topic, {})
+        lag[topic] = sum(max(0, int(offset) - int(done.get(partition, 0))) for partition, offset in partitions.items())
+    return lag
+
+
+def describe(progress: Any) -> dict[str, Any]:
+    """The log fields of one StreamingQueryProgress."""
+    lag: dict[str, int] = {}
+    for source in progress.sources:
+        lag.update(lag_per_topic(source.latestOffset, source.endOffset))
+    duration_ms = (progress.durationMs or {}).get("triggerExecution", progress.batchDuration)
+    return {"job": progress.name, "batch_id": progress.batchId, "rows": progress.numInputRows,
+            "rows_per_s": round(float(progress.processedRowsPerSecond or 0.0), 1),
+            "duration_s": round(float(duration_ms or 0) / 1000, 3), "lag": lag}
+
+
+class ProgressLogger(StreamingQueryListener):
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("query started", job=event.name, id=str(event.id))
+
+    def onQueryProgress(self, event: Any) -> None:
+        try:
+            fields = describe(event.progress)
+        except Exception as error:  # a log line must not fail the listener bus
+            log.warning("micro-batch progress unreadable", error=str(error))
+            return
+        log.info("micro-batch done", **fields)
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        log.info("query ended", id=str(event.id), failed=event.exception is not None)
