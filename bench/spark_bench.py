@@ -3,6 +3,7 @@ rows/s of input envelopes, over a random workload carried by a real `cdc-bridge 
 mirror is then compared with the Cassandra tables (the issue's 5,000-operation acceptance).
 
     .venv/bin/python bench/spark_bench.py [--operations 5000] [--batch 0]
+    .venv/bin/python bench/spark_bench.py --flatten-backlog 1000000 [--keyspace K] [--converter avro]
 
 Needs the local stack. Prints one JSON object. Session start-up (JVM, packages) is excluded from
 the rates and reported apart; each job runs with --available-now semantics (`--batch N` caps the
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bridge.sim import Emulator
 from bridge.stack.manager import StackManager
@@ -47,8 +49,20 @@ def main() -> int:
     parser.add_argument("--operations", type=int, default=5000)
     parser.add_argument("--batch", type=int, default=0, help="max records per micro-batch (0: all in one)")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--flatten-backlog", type=int, metavar="CHANGES", help="instead: flatten alone, the "
+                        "documented command with its defaults, over a realistic backlog of CHANGES changes "
+                        "(bench/spark_flatten_backlog.py)")
+    parser.add_argument("--keyspace", help="with --flatten-backlog: reuse a keyspace filled by an earlier run")
+    parser.add_argument("--converter", choices=["json", "avro"], default="json",
+                        help="with --flatten-backlog: JSON with schemas or Avro")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
+    if args.flatten_backlog:
+        from spark_flatten_backlog import flatten_backlog
+
+        print(json.dumps(flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter)),
+              file=report, flush=True)
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     name = f"bench-{uuid.uuid4().hex[:8]}"
     keyspace = f"ks_bench_{uuid.uuid4().hex[:8]}"

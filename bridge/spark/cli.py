@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace, start: Any) -> int:
     from bridge.config import ConfigError
     from bridge.observability import configure_logging
     from bridge.spark.errors import SparkJobError
-    from bridge.spark.fatal import explain, fail, watch_jvm
+    from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
     from bridge.spark.jobs import RunOptions
     from bridge.spark.session import build_session
 
@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace, start: Any) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # the JVM did not start (e.g. a heap too small for Spark)
-        fail(f"Spark did not start: {explain(str(error))}")
+        fail(start_line(str(error)))
     watch_jvm(spark)
     try:
         from bridge.spark.progress import ProgressLogger
@@ -182,14 +182,14 @@ def _run(args: argparse.Namespace, start: Any) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # py4j: the JVM failed or is gone
-        fail(explain(str(error)))
+        fail(failure_line(spark, str(error)))
     signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
     except Exception as error:  # the query failed (raised here) or the JVM is gone (py4j)
-        fail(explain(str(error)))
+        fail(failure_line(spark, str(error)))
     failure = query.exception()
     if failure is not None:
         fail(explain(str(failure)))

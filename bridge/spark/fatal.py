@@ -30,6 +30,11 @@ MEMORY_HINT = ("raise --driver-memory (local mode: the tasks run in the driver's
                "or lower --max-offsets-per-trigger")
 
 
+# Kafka's Java client (Spark's source) and librdkafka (the tasks' producers) giving up on the brokers
+KAFKA_DOWN = re.compile(r"org\.apache\.kafka\.common\.errors\.TimeoutException|Timed out waiting for a node|"
+                        r"_TIMED_OUT|_MSG_TIMED_OUT|_TRANSPORT|_ALL_BROKERS_DOWN")
+
+
 def explain(text: str) -> str:
     """The one line for a failure's text (an exception's message or a JVM's exit)."""
     if "OutOfMemoryError" in text or "GC overhead limit" in text:
@@ -37,13 +42,14 @@ def explain(text: str) -> str:
     cause = _root_cause(text)
     if "ExecutorLostFailure" in text or "Lost executor" in text or "heartbeat timed out" in text:
         return f"an executor was lost ({cause}): raise --executor-memory, or see the executor's log"
-    if re.search(r"Timeout(Exception)?|timed out", text) and re.search(r"[Kk]afka", text):
+    if KAFKA_DOWN.search(text):
         return (f"Kafka did not answer within its timeouts ({cause}): check --bootstrap-servers and the "
                 "kafka.* settings, or raise --kafka default.api.timeout.ms / request.timeout.ms")
     failed = re.search(r"Task \S+ in stage \S+ failed (\d+) times", text)
-    if failed:
-        return (f"a task failed {failed.group(1)} time(s) and the job stops: {cause} (retries: "
-                "spark.task.maxFailures, or local[N,F] in --master for local mode)")
+    if failed or "thrown from the Python worker" in text:
+        times = f" {failed.group(1)} time(s)" if failed else ""
+        return (f"a task failed{times} and the job stops: {cause} (retries: spark.task.maxFailures, or "
+                "local[N,F] in --master for local mode; the restarted job re-runs the micro-batch)")
     return f"the streaming query failed: {cause}"
 
 
@@ -69,18 +75,47 @@ def fail(line: str, code: int = 1) -> NoReturn:
         time.sleep(3600)  # another thread is printing and exiting
 
 
+def _jvm_process(spark: Any) -> Any:
+    """The JVM's Popen when pyspark started it here (local mode), else None (spark-submit started
+    the JVM and this process: its end ends us)."""
+    return getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+
+
+def _jvm_line(code: int) -> str:
+    if code == OOM_EXIT_CODE:
+        return f"the Spark JVM ran out of memory (java.lang.OutOfMemoryError) and exited: {MEMORY_HINT}"
+    return f"the Spark JVM exited unexpectedly (code {code}); its last lines above say why"
+
+
+def failure_line(spark: Any, text: str) -> str:
+    """The line for an exception of the main thread: when the JVM is gone (py4j's connection
+    refused), its exit code says more than the exception."""
+    process = _jvm_process(spark)
+    if process is not None:
+        try:
+            return _jvm_line(process.wait(5))
+        except Exception:  # noqa: S110 (still running: the exception is the cause)
+            pass
+    return explain(text)
+
+
+def start_line(text: str) -> str:
+    """The line for a session that did not start."""
+    if "Java gateway process exited" in text or "sending or receiving" in text:
+        return ("Spark did not start: its JVM exited before it was ready (its last lines above say why; "
+                "'OutOfMemoryError' there: raise --driver-memory)")
+    return f"Spark did not start: {explain(text)}"
+
+
 def watch_jvm(spark: Any, interval_s: float = 1.0) -> None:
     """A daemon thread ending the process as soon as the local JVM is gone."""
-    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    process = _jvm_process(spark)
     if process is None:
-        return  # spark-submit started the JVM (and this process): its end ends us
+        return
 
     def watch() -> None:
         while process.poll() is None:
             time.sleep(interval_s)
-        code = process.returncode
-        if code == OOM_EXIT_CODE:
-            fail(f"the Spark JVM ran out of memory (java.lang.OutOfMemoryError) and exited: {MEMORY_HINT}")
-        fail(f"the Spark JVM exited unexpectedly (code {code}); its last lines above say why")
+        fail(_jvm_line(process.returncode))
 
     threading.Thread(target=watch, name="jvm-watchdog", daemon=True).start()

@@ -85,12 +85,14 @@ def test_a_task_that_cannot_succeed_ends_the_job_with_one_line_and_a_restart_com
 
 @pytest.mark.timeout(900)
 def test_a_driver_out_of_heap_exits_non_zero_with_one_line_naming_driver_memory(pipeline: Pipeline) -> None:
-    """A driver heap far too small for the micro-batch (Spark's own minimum check bypassed with
-    spark.testing.memory): the JVM exits on OutOfMemoryError and the job ends, within bounded
-    time, with one line naming the cause and --driver-memory, instead of hanging."""
+    """A driver heap far too small for the micro-batch (64 MB, Spark's own minimum check bypassed
+    with spark.testing.memory; all the records in one micro-batch): the JVM exits on
+    OutOfMemoryError and the job ends, within bounded time, with one line naming the cause and
+    --driver-memory, instead of hanging."""
     wait_settled(pipeline.stack.kafka_bootstrap, pipeline.topics)
     began = time.monotonic()
-    job = _flatten(pipeline, "oom", "--driver-memory", "96m", "--spark-conf", "spark.testing.memory=536870912")
+    job = _flatten(pipeline, "oom", "--driver-memory", "64m", "--max-offsets-per-trigger", "0",
+                   "--spark-conf", "spark.testing.memory=536870912")
     code = job.wait(600)
     assert code != 0, job.tail()
     lines = _error_lines(job)

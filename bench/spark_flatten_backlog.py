@@ -1,0 +1,214 @@
+"""Flatten alone over a big backlog, with the documented command and its defaults
+(`bench/spark_bench.py --flatten-backlog N`).
+
+A `bridge.sim` realistic backlog of N changes (bench/worker_bench.py's fill; `--keyspace` reuses a
+filled one) is carried to Kafka by a real worker writing JSON with schemas (or Avro with
+`--converter avro`); then `cdc-bridge spark flatten --config F --checkpoint D --output-topic
+'{topic}.flat' --available-now` runs as its own process with no tuning flag. Measured:
+
+- overall rows/s: input records over the query's time (from the query's start to the end of its
+  last micro-batch, the JVM's and session's start excluded and reported apart);
+- steady rows/s: the micro-batches after the first (rows over their summed durations);
+- per-micro-batch overhead: a 1-record micro-batch (one envelope copied into the source topic)
+  and an "empty" one (a Debezium tombstone, which the default options flatten to nothing), each
+  the duration Spark reports for it, in a second, continuously triggered run on the same
+  checkpoint; median of three each;
+- peak driver memory: the JVM's peak RSS (VmHWM) and its heap setting; whether an
+  OutOfMemoryError happened;
+- exactness: the output topics' records read read_committed against the count expected from the
+  source topics (every envelope of the default options: a delete gives a null-payload record,
+  a Debezium tombstone nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from worker_bench import catchup, properties
+
+from tests.spark.jobs import end_offsets, read_committed
+
+CLI = [sys.executable, "-m", "bridge.cli", "spark", "flatten"]
+
+
+def _java_pid(parent: int) -> int | None:
+    """The JVM pyspark started under the job's process (its child `java`)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"java" in cmd.split(b"\0")[0]:
+            return int(entry.name)
+    return None
+
+
+def _peak_rss_mb(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def _run(args: list[str], log: Path, until: Any = None, timeout_s: float = 3600) -> dict[str, Any]:
+    """Run the flatten CLI; returns exit code, wall time and the JVM's peak RSS (sampled until exit)."""
+    began = time.monotonic()
+    with log.open("wb") as out:
+        process = subprocess.Popen([*CLI, *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    peak, java = None, None
+    try:
+        while process.poll() is None and time.monotonic() - began < timeout_s:
+            java = java or _java_pid(process.pid)
+            peak = _peak_rss_mb(java) or peak
+            if until is not None and until():
+                break
+            time.sleep(0.5)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 15)
+            process.wait(120)
+    return {"exit": process.returncode, "wall_s": round(time.monotonic() - began, 1), "jvm_peak_rss_mb": peak}
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
+
+
+def _timestamp(event: dict[str, Any]) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converter: str) -> dict[str, Any]:
+    schemas = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"} \
+        if converter == "json" else {}
+    carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter=converter,
+                                      workers=1, timeout=1800, profile=None, profile_gil=False, settings=schemas),
+                      endpoints)
+    topics = list(carried["topics"])
+    name = topics[0].split(".")[0]
+    folder = Path(tempfile.mkdtemp(prefix="spark-flatten-bench-"))
+    config = folder / "worker.properties"
+    config.write_text(properties(endpoints, name, ",".join(t.split(".", 1)[1] for t in topics), converter, 2000,
+                                 extra=schemas))
+    inputs = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())
+    checkpoint = folder / "checkpoint"
+    documented = ["--config", str(config), "--checkpoint", str(checkpoint), "--output-topic", "{topic}.flat"]
+    catch = _run([*documented, "--available-now"], folder / "catchup.log")
+    events = _events(folder / "catchup.log")
+    batches = [e for e in events if e.get("event") == "micro-batch done"]
+    started = next((e for e in events if e.get("event") == "query started"), None)
+    rows = sum(int(b["rows"]) for b in batches)
+    result: dict[str, Any] = {
+        "bench": "spark_flatten_backlog", "converter": converter, "schemas": converter == "json",
+        "keyspace": carried["keyspace"], "backlog_changes": carried["changes"], "input_records": rows,
+        "input_offsets_incl_markers": inputs, "worker_envelopes_per_s": carried.get("envelopes_per_s"),
+        "command": "cdc-bridge spark flatten " + " ".join(documented) + " --available-now", **catch,
+        "micro_batches": len(batches),
+        "oom": "OutOfMemoryError" in (folder / "catchup.log").read_text(errors="replace"),
+        "error_lines": [line for line in (folder / "catchup.log").read_text(errors="replace").splitlines()
+                        if line.startswith("error: ")],
+    }
+    if batches and started:
+        query_s = _timestamp(batches[-1]) - _timestamp(started)
+        steady = batches[1:] or batches
+        result.update({
+            "session_start_s": round(_timestamp(started) - (time.time() - catch["wall_s"]), 1),
+            "query_s": round(query_s, 1), "rows_per_s_overall": round(rows / query_s),
+            "rows_per_s_steady": round(sum(b["rows"] for b in steady) / sum(b["duration_s"] for b in steady)),
+            "batch_s": {"first": batches[0]["duration_s"],
+                        "median": statistics.median(b["duration_s"] for b in batches),
+                        "max": max(b["duration_s"] for b in batches)},
+            "rows_per_batch_max": max(b["rows"] for b in batches),
+        })
+    result["output"] = _exactness(endpoints, topics, converter)
+    result["overhead"] = _overhead(endpoints, documented, topics[0], folder)
+    result["load_average"] = os.getloadavg()
+    return result
+
+
+def _exactness(endpoints: Any, topics: list[str], converter: str) -> dict[str, Any]:
+    """Default options (delete.tombstone.handling.mode=tombstone): each envelope gives one record,
+    Debezium tombstones none; so the expected output is the source's non-null values."""
+    expected = got = 0
+    for topic in topics:
+        source = read_committed(endpoints.kafka_bootstrap, topic, timeout_s=600)
+        expected += sum(1 for _key, value in source if value is not None)
+        got += len(read_committed(endpoints.kafka_bootstrap, f"{topic}.flat", timeout_s=600))
+    return {"expected": expected, "got": got, "exact": expected == got}
+
+
+def _overhead(endpoints: Any, documented: list[str], topic: str, folder: Path) -> dict[str, Any]:
+    """Micro-batches of one record and of one tombstone in a continuously triggered run."""
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"b-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    sample = None
+    while sample is None:
+        message = consumer.poll(10)
+        if message is not None and message.error() is None and message.value() is not None:
+            sample = message
+    consumer.close()
+    assert sample is not None
+    producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap})
+    log = folder / "overhead.log"
+    plan = ["record", "tombstone"] * 3
+    sent: list[str] = []
+
+    def feed() -> bool:
+        events = _events(log)
+        done = [e for e in events if e.get("event") == "micro-batch done"]
+        if any(e.get("event") == "query started" for e in events) and len(done) >= len(sent):
+            if len(sent) == len(plan):
+                return True
+            kind = plan[len(sent)]
+            producer.produce(topic, key=sample.key(), value=sample.value() if kind == "record" else None,
+                             partition=sample.partition())
+            producer.flush(30)
+            sent.append(kind)
+        return False
+
+    run = _run([*documented, "--trigger-interval", "1 second"], log, until=feed, timeout_s=600)
+    done = [e for e in _events(log) if e.get("event") == "micro-batch done"]
+    by_kind: dict[str, list[float]] = {"record": [], "tombstone": []}
+    for kind, event in zip(sent, done, strict=False):
+        if event["rows"] == 1:
+            by_kind[kind].append(event["duration_s"])
+    return {"one_record_batch_s": statistics.median(by_kind["record"]) if by_kind["record"] else None,
+            "empty_output_batch_s": statistics.median(by_kind["tombstone"]) if by_kind["tombstone"] else None,
+            "samples": by_kind, "run": run,
+            "note": "Spark runs no micro-batch without new input (Kafka source, stateless query): an idle job "
+                    "costs its trigger's offset polls only; the empty-output batch is one Debezium tombstone, "
+                    "which the default options drop"}
+
