@@ -55,12 +55,15 @@ def main() -> int:
     parser.add_argument("--keyspace", help="with --flatten-backlog: reuse a keyspace filled by an earlier run")
     parser.add_argument("--converter", choices=["json", "avro"], default="json",
                         help="with --flatten-backlog: JSON with schemas or Avro")
+    parser.add_argument("--flatten-args", default="", help="with --flatten-backlog: flags added to the documented "
+                        "command, for tuning experiments (e.g. '--min-partitions 0')")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
     if args.flatten_backlog:
         from spark_flatten_backlog import flatten_backlog
 
-        print(json.dumps(flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter)),
+        print(json.dumps(flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter,
+                                         args.flatten_args.split())),
               file=report, flush=True)
         return 0
     folder = Path(tempfile.mkdtemp(prefix="spark-bench-"))

@@ -73,16 +73,35 @@ def _peak_rss_mb(pid: int | None) -> float | None:
     return None
 
 
+def _group_cpu_s(pgid: int, seen: dict[int, float]) -> None:
+    """CPU seconds (user + system) so far of every process of the job's process group (the Python
+    driver, its JVM, the Python workers), kept per pid in `seen` (a process that exited keeps its
+    last sample)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            seen[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+
+
 def _run(args: list[str], log: Path, until: Any = None, timeout_s: float = 3600) -> dict[str, Any]:
-    """Run the flatten CLI; returns exit code, wall time and the JVM's peak RSS (sampled until exit)."""
+    """Run the flatten CLI; returns exit code, wall time, the CPU seconds of its processes and the
+    JVM's peak RSS (sampled every 0.5 s until exit)."""
     began = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen([*CLI, *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     peak, java = None, None
+    cpu: dict[int, float] = {}
     try:
         while process.poll() is None and time.monotonic() - began < timeout_s:
             java = java or _java_pid(process.pid)
             peak = _peak_rss_mb(java) or peak
+            _group_cpu_s(process.pid, cpu)
             if until is not None and until():
                 break
             time.sleep(0.5)
@@ -90,7 +109,8 @@ def _run(args: list[str], log: Path, until: Any = None, timeout_s: float = 3600)
         if process.poll() is None:
             os.killpg(process.pid, 15)
             process.wait(120)
-    return {"exit": process.returncode, "wall_s": round(time.monotonic() - began, 1), "jvm_peak_rss_mb": peak}
+    return {"exit": process.returncode, "wall_s": round(time.monotonic() - began, 1), "jvm_peak_rss_mb": peak,
+            "cpu_s": round(sum(cpu.values()), 1)}
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -110,7 +130,9 @@ def _timestamp(event: dict[str, Any]) -> float:
     return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converter: str) -> dict[str, Any]:
+def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converter: str,
+                    extra: list[str] | None = None) -> dict[str, Any]:
+    """`extra`: flags added to the documented command (tuning experiments; none by default)."""
     schemas = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"} \
         if converter == "json" else {}
     carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter=converter,
@@ -125,6 +147,7 @@ def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converte
     inputs = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())
     checkpoint = folder / "checkpoint"
     documented = ["--config", str(config), "--checkpoint", str(checkpoint), "--output-topic", "{topic}.flat"]
+    documented += extra or []
     catch = _run([*documented, "--available-now"], folder / "catchup.log")
     events = _events(folder / "catchup.log")
     batches = [e for e in events if e.get("event") == "micro-batch done"]
@@ -146,6 +169,7 @@ def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converte
         result.update({
             "session_start_s": round(_timestamp(started) - (time.time() - catch["wall_s"]), 1),
             "query_s": round(query_s, 1), "rows_per_s_overall": round(rows / query_s),
+            "rows_per_cpu_s": round(rows / catch["cpu_s"]) if catch["cpu_s"] else None,
             "rows_per_s_steady": round(sum(b["rows"] for b in steady) / sum(b["duration_s"] for b in steady)),
             "batch_s": {"first": batches[0]["duration_s"],
                         "median": statistics.median(b["duration_s"] for b in batches),

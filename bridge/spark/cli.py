@@ -84,6 +84,9 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
     parser.add_argument("--max-offsets-per-trigger", type=int, default=DEFAULT_MAX_OFFSETS,
                         help="cap on records per micro-batch, over all topics (default %(default)s; 0: no cap, "
                         "one micro-batch takes everything there is)")
+    parser.add_argument("--min-partitions", type=int, help="Spark partitions per micro-batch at least: big Kafka "
+                        "partitions are read in pieces (Spark's minPartitions; flatten's default: the default "
+                        "parallelism, e.g. 2 in local[2]; 0: one Spark partition per Kafka partition)")
     parser.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval")
     parser.add_argument("--available-now", action="store_true", help="process what is in Kafka now, then stop")
     parser.add_argument("--master", default=default_master, help="Spark master (default %(default)s; "
@@ -142,7 +145,8 @@ def _source(args: argparse.Namespace) -> Any:
     return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=args.topic_pattern,
                          value_format=ValueFormat(args.format or value_format or "json-schemas"),
                          registry_url=args.registry_url or registry, starting_offsets=args.starting_offsets,
-                         max_offsets_per_trigger=args.max_offsets_per_trigger or None, kafka=kafka)
+                         max_offsets_per_trigger=args.max_offsets_per_trigger or None, kafka=kafka,
+                         min_partitions=args.min_partitions)
 
 
 def _spark_conf(args: argparse.Namespace) -> dict[str, str]:

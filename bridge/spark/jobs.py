@@ -10,6 +10,7 @@ batch id and the same offsets, which the outputs use to stay exactly-once (kafka
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ class SourceOptions:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     kafka: dict[str, str] = field(default_factory=dict)  # more Kafka client settings (SASL, TLS, ...)
+    # Spark partitions at least, splitting big Kafka partitions' offset ranges (Spark's
+    # `minPartitions`): the read and the flattening of one source partition then use every core.
+    min_partitions: int | None = None
 
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.pattern):
@@ -64,6 +68,12 @@ class RunOptions:
         return f"{kind}-{digest}"
 
 
+# The Kafka consumer's fetch sizes: its 1 MB per partition is 150-200 records of a JSON-with-schemas
+# envelope (5-7 KB), one round trip each; 16 MB read 40,000 of them in 1.8 s instead of 4.5 s
+# (bench topic, local[2]). `--kafka` overrides them.
+SOURCE_FETCH = {"max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
+
+
 def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", source.bootstrap_servers)
@@ -71,8 +81,10 @@ def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
               .option("includeHeaders", "true")
               .option("startingOffsets", source.starting_offsets)
               .option("failOnDataLoss", "true"))
-    for key, value in source.kafka.items():
+    for key, value in {**SOURCE_FETCH, **source.kafka}.items():
         reader = reader.option(f"kafka.{key}", value)
+    if source.min_partitions:
+        reader = reader.option("minPartitions", str(source.min_partitions))
     if source.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
     if source.topics:
@@ -142,12 +154,14 @@ class FlattenWriter:
             for frame in frames[1:]:
                 union = union.unionByName(frame)
             # Each task holds whole source partitions, in offset order (a key's records are in one
-            # source partition, so they keep their order). A group's frame has one partition per
-            # source partition: when a topic has one group, whole partitions are merged (coalesce,
-            # no shuffle); with several (a schema change inside the micro-batch, kept tombstones)
-            # they are brought together and sorted by offset.
+            # source partition, so they keep their order). Without `min_partitions` a group's
+            # frame has one partition per source partition: when a topic has one group, whole
+            # partitions are merged (coalesce, no shuffle). With several groups (a schema change
+            # inside the micro-batch, kept tombstones) or source partitions read in pieces, the
+            # flattened records are brought together and sorted by offset (a shuffle of the
+            # output, smaller than the input: no schema text).
             parts = max(1, source_partitions)
-            if any(count > 1 for count in per_topic.values()):
+            if self.source.min_partitions or any(count > 1 for count in per_topic.values()):
                 union = (union.repartition(parts, "source_topic", "source_partition")
                          .sortWithinPartitions("source_topic", "source_partition", "offset"))
             else:
@@ -188,6 +202,10 @@ def start_flatten(spark: SparkSession, source: SourceOptions, smt: SmtOptions, r
                   topic_rule: str | None, delta_root: str | None, schemas_out: bool | None = None,
                   commit_topic: str = DEFAULT_COMMIT_TOPIC) -> Any:
     name = run.job_name("flatten")
+    if source.min_partitions is None:
+        source = dataclasses.replace(source, min_partitions=spark.sparkContext.defaultParallelism)
+    elif source.min_partitions <= 0:
+        source = dataclasses.replace(source, min_partitions=None)
     if schemas_out is None:
         schemas_out = source.value_format is ValueFormat.JSON_SCHEMAS
     writer = FlattenWriter(source, smt, name, topic_rule, delta_root, schemas_out, commit_topic)
