@@ -55,9 +55,12 @@ def _assert_exactly_once(pipeline: Pipeline, label: str) -> None:
 def test_a_task_failing_after_its_commit_is_retried_and_writes_nothing_twice(pipeline: Pipeline) -> None:
     """Micro-batch 1's tasks fail once right after their Kafka commit; Spark retries them
     (local[2,2]: two attempts per task) and the retries find their source partitions' markers
-    and skip the records already written."""
+    and skip the records already written. `--min-partitions 4` reads the three one-partition
+    topics in pieces: the flattened records are re-grouped by source partition (the shuffle
+    path) before the tasks produce them."""
     wait_settled(pipeline.stack.kafka_bootstrap, pipeline.topics)
-    job = _flatten(pipeline, "retried", "--master", "local[2,2]", fault="batch=1,when=after-commit,attempts=1")
+    job = _flatten(pipeline, "retried", "--master", "local[2,2]", "--min-partitions", "4",
+                   fault="batch=1,when=after-commit,attempts=1")
     assert job.wait(900) == 0, job.tail()
     log = job.log_path.read_text(errors="replace")
     assert "records already in kafka, skipped" in log, "the retry did not meet the first attempt's commit"
