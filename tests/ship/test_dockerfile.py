@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import BridgeConfig
+from bridge.settings import BridgeConfig
 from tests.ship.dockerfile import Stage, parse
 from tests.ship.tools import REPO, hadolint
 

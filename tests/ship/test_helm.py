@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bridge.config import BridgeConfig, load_config
+from bridge.settings import BridgeConfig, load_config
 from tests.ship.dockerfile import parse
 from tests.ship.k8s import CHART, KUBERNETES_VERSIONS, Rendered, notes, run_helm, template, template_error, validate
 from tests.ship.tools import REPO

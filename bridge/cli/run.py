@@ -11,8 +11,7 @@ from typing import Any
 
 import structlog
 
-from bridge.config import BridgeConfig, ConfigError
-from bridge.config_cli import add_config_arguments, config_from_args
+from bridge.cli.arguments import add_config_arguments, config_from_args
 from bridge.envelope.errors import PlanError, SerializationError
 from bridge.kafka.access import KafkaAccessError, check_access
 from bridge.kafka.client_log import with_logger
@@ -22,9 +21,10 @@ from bridge.observability import configure_logging, register_secret
 from bridge.observability.logs import is_secret_key, mask_text
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
-from bridge.runtime_tuning import tune_for_streaming
 from bridge.scylla.errors import TableMissingError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
+from bridge.settings import BridgeConfig, ConfigError
+from bridge.worker.tuning import tune_for_streaming
 
 log = structlog.get_logger(__name__)
 KAFKA_TIMEOUT_S = 15.0

@@ -8,8 +8,7 @@ import sys
 import time
 from typing import Any
 
-from bridge.config import BridgeConfig
-from bridge.config_cli import add_config_arguments, config_from_args
+from bridge.cli.arguments import add_config_arguments, config_from_args
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.offsets import encode_key, encode_value
@@ -17,6 +16,7 @@ from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import slot_of
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
+from bridge.settings import BridgeConfig
 
 TIMEOUT_S = 15.0
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from bridge.config import BridgeConfig
 from bridge.envelope import (
     EnvelopeError,
     RecordSerializer,
@@ -30,11 +29,10 @@ from bridge.envelope import (
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.offsets_topic import OffsetsTopic
+from bridge.kafka.registry import registry_client
 from bridge.kafka.slots import SlotMembership
 from bridge.kafka.transactions import TransactionalProducer
 from bridge.observability.telemetry import WorkerTelemetry
-from bridge.ownership import GroupBook
-from bridge.registry import registry_client
 from bridge.scylla.errors import SchemaError
 from bridge.scylla.events import (
     GroupDiscovered,
@@ -51,6 +49,8 @@ from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
+from bridge.settings import BridgeConfig
+from bridge.worker.ownership import GroupBook
 
 log = structlog.get_logger(__name__)
 # Each waits up to 30 s for Kafka: about five minutes before the worker gives up and exits.
