@@ -1,33 +1,16 @@
-"""`cdc-bridge run`: one worker process, until SIGTERM/SIGINT (exit 0 after a graceful stop)."""
+"""`cdc-bridge run`: one worker process, until SIGTERM/SIGINT (exit 0 after a graceful stop).
+The process itself is `bridge/worker/process.py`; this prints its start-up errors as one line."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
-import threading
 from typing import Any
 
-import structlog
-
 from bridge.cli.arguments import add_config_arguments, config_from_args
-from bridge.envelope.errors import PlanError, SerializationError
-from bridge.kafka.access import KafkaAccessError, check_access
-from bridge.kafka.client_log import with_logger
-from bridge.kafka.errors import KafkaUnavailableError
-from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
-from bridge.observability import configure_logging, register_secret
-from bridge.observability.logs import is_secret_key, mask_text
+from bridge.observability import configure_logging
+from bridge.observability.logs import mask_text
 from bridge.observability.progress import ProgressLine
-from bridge.observability.telemetry import WorkerTelemetry
-from bridge.scylla.errors import TableMissingError
-from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
-from bridge.settings import BridgeConfig, ConfigError
-from bridge.worker.tuning import tune_for_streaming
-
-log = structlog.get_logger(__name__)
-KAFKA_TIMEOUT_S = 15.0
 
 
 def register(commands: Any) -> None:
@@ -38,96 +21,17 @@ def register(commands: Any) -> None:
     run.set_defaults(handler=_run)
 
 
-def _fail(key: str, reason: str) -> int:
-    # Masked like log lines: a client library's message could echo a configured secret.
-    print(mask_text(f"error: {key}: {reason}"), file=sys.stderr)
-    return 2
-
-
 def _run(args: argparse.Namespace) -> int:
     progress = ProgressLine()
     configure_logging(before_line=progress.clear)
     config = config_from_args(args)
     if config is None:
         return 2
+    from bridge.worker.process import StartupError, run_worker
+
     try:
-        kafka = config.kafka_client_config()
-        _register_secrets(config, kafka)
-        cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
-                                   password=config.scylla_password_value(), local_dc=config.local_dc,
-                                   ssl_context=config.scylla_ssl_context())
-    except ConfigError as error:
-        return _fail(error.key, error.reason)
-    except CqlAccessError as error:
-        return _fail(error.key, error.reason)
-    except ClusterUnavailableError as error:
-        return _fail("scylla.cluster.ip.addresses", str(error))
-    try:
-        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress)
-    except OSError as error:
-        cluster.shutdown()
-        return _fail("metrics.port", f"{config.metrics_port}: {error.strerror or error}")
-    try:
-        return _serve(config, session, kafka, telemetry)
-    finally:
-        telemetry.close()
-        cluster.shutdown()
-
-
-def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
-    """Masked wherever they would appear in a log line (a driver error echoing a password)."""
-    register_secret(config.scylla_password_value())
-    for secret in (config.ssl_truststore_password, config.ssl_keystore_password):
-        register_secret(secret.get_secret_value() if secret is not None else None)
-    for key, value in kafka.items():
-        if is_secret_key(key):
-            register_secret(value)
-
-
-def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry) -> int:
-    from confluent_kafka.admin import AdminClient
-
-    from bridge.worker import Worker
-
-    topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
-                            config.offset_storage_replication_factor),
-              slots_topic(config.slots_topic_name, config.slots_count)]
-    topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
-    try:
-        # Before any other client: a refused password or certificate ends start-up in one line.
-        check_access(kafka, KAFKA_TIMEOUT_S)
-        admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
-        ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
-        worker = Worker(config, session, kafka, telemetry)
-        worker.start()
-    except KafkaAccessError as error:
-        return _fail(error.key, error.reason)
-    except KafkaUnavailableError as error:
-        return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")
-    except TableMissingError as error:
-        return _fail("scylla.table.names", str(error))
-    except PlanError as error:  # a table the envelope cannot carry (a name clash)
-        return _fail("scylla.table.names", str(error))
-    except SerializationError as error:  # the registry refused or could not take a table's schemas
-        side = "key" if "-key:" in str(error) else "value"
-        return _fail(f"{side}.converter.schema.registry.url", str(error))
-    tune_for_streaming()
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    _exit_after(config.shutdown_timeout_ms / 1000, stop)
-    log.info("worker running", name=config.name, tables=len(config.tables()), pid=os.getpid())
-    return worker.run(stop)
-
-
-def _exit_after(bound_s: float, stop: threading.Event) -> None:
-    """A stop that overruns its bound ends the process (exit 3): a hung broker must not keep a
-    pod in Terminating forever."""
-
-    def watch() -> None:
-        stop.wait()
-        if not threading.Event().wait(bound_s):
-            log.error("graceful stop overran its bound; exiting", bound_s=bound_s)
-            os._exit(3)
-
-    threading.Thread(target=watch, name="shutdown-watchdog", daemon=True).start()
+        return run_worker(config, progress)
+    except StartupError as error:
+        # Masked like log lines: a client library's message could echo a configured secret.
+        print(mask_text(f"error: {error.key}: {error.reason}"), file=sys.stderr)
+        return 2
