@@ -155,17 +155,19 @@ class OffsetsTopic:
             if message.error().code() != KafkaError._PARTITION_EOF:
                 log.warning("offsets topic read error", topic=self.topic, error=str(message.error()))
             return
-        key: bytes = message.key() or b""
-        value: bytes | None = message.value()
+        self.apply(message.partition(), message.offset(), message.key(), message.value())
+
+    def apply(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
+        """One record of the topic, in the topic's order."""
         try:
             group = group_of_key(key, self.name)
         except UnreadableKey as error:
             if error.ours and value is None:
-                self.unreadable_keys.pop(key, None)  # tombstoned: cleaned up
+                self.unreadable_keys.pop(key or b"", None)  # tombstoned: cleaned up
             elif error.ours:
-                self._report(message, "group_key", str(error))
+                self._report(CorruptRecord("group_key", self.topic, partition, offset, str(error), key or b""))
             elif value is not None:
-                self._report(message, "key", str(error))
+                self._report(CorruptRecord("key", self.topic, partition, offset, str(error), key or b""))
             return
         if group is None:
             return  # another connector's key
@@ -176,23 +178,22 @@ class OffsetsTopic:
         try:
             self.positions[group] = decode_value(value)
         except ValueError as error:
-            self._report(message, "value", str(error), group)
+            self._report(CorruptRecord("value", self.topic, partition, offset, str(error), key or b"", group))
             return
         self.corrupt.pop(group, None)
 
-    def _report(self, message: Any, kind: str, reason: str, group: GroupId | None = None) -> None:
-        record = CorruptRecord(kind, self.topic, message.partition(), message.offset(), reason,
-                               message.key() or b"", group)
-        if kind == "value" and group is not None:
+    def _report(self, record: CorruptRecord) -> None:
+        group = record.group
+        if record.kind == "value" and group is not None:
             self.corrupt[group] = record
-        elif kind == "group_key":
+        elif record.kind == "group_key":
             self.unreadable_keys[record.key] = record
-        if kind == "key":
+        if record.kind == "key":
             log.warning("unreadable offsets record ignored: its key names no connector", topic=self.topic,
-                        partition=record.partition, offset=record.offset, reason=reason)
+                        partition=record.partition, offset=record.offset, reason=record.reason)
         else:
             log.error("unreadable offsets record of this connector", topic=self.topic, partition=record.partition,
-                      offset=record.offset, reason=reason, group=None if group is None else str(group),
+                      offset=record.offset, reason=record.reason, group=None if group is None else str(group),
                       keyspace=None if group is None else group.keyspace,
                       table=None if group is None else group.table)
         if self._on_corrupt is not None:

@@ -80,13 +80,19 @@ def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float) -> 
     """The topic's value of `key`; None when the ACLs do not allow reading it. (ConfigResource and
     ResourceType come from their own modules: confluent_kafka.admin re-exports them untyped.)"""
     resource = ConfigResource(ResourceType.TOPIC, topic)
-    try:
-        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)
-    except KafkaException as error:
-        if error.args[0].code() in _NOT_ALLOWED:
-            return None
-        raise KafkaUnavailableError(f"cannot read the configuration of topic {topic}: "
-                                    f"{error.args[0].str()}") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)
+            break
+        except KafkaException as error:
+            code = error.args[0].code()
+            if code in _NOT_ALLOWED:
+                return None
+            if code != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise KafkaUnavailableError(f"cannot read the configuration of topic {topic}: "
+                                            f"{error.args[0].str()}") from None
+            time.sleep(0.2)  # created a moment ago: not known to every broker yet
     entry = entries.get(key)
     return str(entry.value) if entry is not None else "?"
 
