@@ -57,10 +57,12 @@ def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
     try:
-        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress)
+        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
+                                    metrics_host=config.metrics_bind_address)
     except OSError as error:
         cluster.shutdown()
-        raise StartupError("metrics.port", f"{config.metrics_port}: {error.strerror or error}") from None
+        raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
+                                           f"{error.strerror or error}") from None
     try:
         return _serve(config, session, kafka, telemetry)
     finally:
