@@ -200,18 +200,26 @@ def _reset(args: argparse.Namespace, config: BridgeConfig) -> int:
     from confluent_kafka import Producer
 
     positions, corrupt = _read_offsets(config)
+    # (key, partition): an unreadable record is tombstoned in its own partition, wherever the tool
+    # that wrote it put it; positions go where the workers write them (murmur2, as Connect).
+    targets: list[tuple[bytes, int | None]]
     if args.corrupt:
-        keys = [r.key for r in corrupt if args.table in (None, r.group and f"{r.group.keyspace}.{r.group.table}")]
+        targets = [(r.key, r.partition) for r in corrupt
+                   if args.table in (None, r.group and f"{r.group.keyspace}.{r.group.table}")]
     else:
-        keys = [encode_key(config.name, g) for g in positions if args.table in (None, f"{g.keyspace}.{g.table}")]
+        targets = [(encode_key(config.name, g), None) for g in positions
+                   if args.table in (None, f"{g.keyspace}.{g.table}")]
     producer = Producer({**with_logger(config.kafka_client_config()), "partitioner": "murmur2_random",
                          "enable.idempotence": True})
-    for key in keys:
-        producer.produce(config.offsets_topic, None, key)  # tombstone
+    for key, partition in targets:
+        if partition is None:
+            producer.produce(config.offsets_topic, None, key)  # tombstone
+        else:
+            producer.produce(config.offsets_topic, None, key, partition=partition)
     if producer.flush(TIMEOUT_S):
         print("error: Kafka did not acknowledge the reset in time", file=sys.stderr)
         return 1
-    print(f"reset {len(keys)} {'unreadable records' if args.corrupt else 'group positions'} of {config.name}")
+    print(f"reset {len(targets)} {'unreadable records' if args.corrupt else 'group positions'} of {config.name}")
     return 0
 
 
