@@ -14,6 +14,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from bridge.kafka.slots import slot_of
+from bridge.scylla.groups import GroupId
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
@@ -195,3 +197,44 @@ def test_ops_commands_fail_in_one_line(
         result = run_cli("offsets", "reset", "--table", table, "--config", str(up))
         assert result.returncode == 2 and one_error(result).startswith(f"error: {expected}"), result
 
+
+
+def test_a_slot_taken_over_fails_the_group_whose_latest_offsets_record_is_unreadable(
+    emulator: Emulator, keyspace: str, config_for: Callable[..., Path], workers: Callable[..., WorkerProcess],
+    stack: Endpoints, bridge_name: str, own_topics: Callable[..., str],
+) -> None:
+    """Worker B, already running, takes over A's slots after A is SIGKILLed; one of A's groups has
+    an unreadable value as its latest offsets record. B fails that group loudly instead of starting
+    it from what it guesses (the last readable position, or the default start) and starts the rest."""
+    table = make_table(emulator, keyspace)
+    # No heartbeat commits: A must not replace the bad record before it dies.
+    config = config_for([table], slots__count=SLOTS, heartbeat__interval__ms=600_000)
+    insert(emulator, table, range(40))
+    first = workers(config, "a")
+    second = workers(config, "b")
+    wait_for(lambda: len(owned_slots(first)) + len(owned_slots(second)) == SLOTS and owned_slots(first)
+             and owned_slots(second), 60, "two workers to share the slots")
+    read_topic(stack.kafka_bootstrap, f"{bridge_name}.{table}", expected=40, settle_s=0)
+
+    shown = run_cli("offsets", "show", "--config", str(config)).stdout.splitlines()
+    keys = [line.split(" ", 1)[0] for line in shown]
+    groups = {key: GroupId.from_offsets_key(json.loads(key)[1]) for key in keys}
+    of_first = [key for key, group in groups.items() if slot_of(bridge_name, group, SLOTS) in owned_slots(first)]
+    assert of_first, "the first worker committed no group"
+    victim = of_first[0]
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "partitioner": "murmur2_random"})
+    producer.produce(f"{bridge_name}-offsets", key=victim.encode(), value=b"{broken")
+    assert producer.flush(30) == 0
+    first.kill()
+
+    def failed() -> list[dict[str, Any]]:
+        return [e for e in second.events() if e.get("event") == "group failed"]
+
+    wait_for(lambda: len(owned_slots(second)) == SLOTS and failed(), 60, "the takeover and the failed group")
+    [event] = failed()
+    assert event["group"] == str(groups[victim])
+    assert event["error"].startswith(f"unreadable offsets record of group {groups[victim]} at {bridge_name}-offsets/")
+    started = {e["group"] for e in second.events() if e.get("event") == "group started"}
+    assert str(groups[victim]) not in started
+    assert {str(groups[k]) for k in of_first[1:]} <= started, "the other groups of the slots moved on"
+    assert second.stop() == 0
