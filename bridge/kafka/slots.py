@@ -106,10 +106,11 @@ class SlotMembership:
     def _assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         slots = {tp.partition for tp in partitions}
         if self._slots is not None and slots and max(slots) >= self._slots:
-            self._mismatch(max(slots) + 1)  # at least that many: the exact count comes with the next check
             self._check_partitions(5.0)
+            self._mismatch(max(slots) + 1)  # (no answer: at least that many)
         self.owned |= slots
-        self._callbacks[0](slots)
+        if self.fatal is None:  # else the worker stops at once: starting these slots' groups is no use
+            self._callbacks[0](slots)
 
     def _revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         slots = {tp.partition for tp in partitions}
