@@ -123,6 +123,11 @@ class BridgeConfig(BaseModel):
     shutdown_timeout_ms: int = _setting("shutdown.timeout.ms", 30_000, "Bound on a graceful stop (ms).", ge=1)
     metrics_port: int = _setting("metrics.port", 9404, "Port of /metrics, /healthz, /readyz; 0: off.",
                                  ge=0, le=65535)
+    # every interface by default: kubelet probes and Prometheus come from outside the container
+    metrics_bind_address: str = _setting("metrics.bind.address", "0.0.0.0", "Address the metrics port listens "  # noqa: S104
+                                         "on: 0.0.0.0 (every interface, for containers and probes), :: (IPv6 "
+                                         "too), or one address, e.g. 127.0.0.1 behind a local proxy.",
+                                         min_length=1)
     kafka: dict[str, SecretStr] = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
                                         "settings (librdkafka names) under the prefix kafka., e.g. "
                                         "kafka.bootstrap.servers (required), kafka.security.protocol, "

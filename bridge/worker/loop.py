@@ -59,7 +59,8 @@ class Worker:
         self._fatal: str | None = None
         self._stale_batch = False
         instance = config.worker_instance_id
-        self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name)
+        self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
+                                     on_corrupt=lambda record: telemetry.metrics.offsets_record_corrupt(record.kind))
         self._keeper = ProducerKeeper(self._watched_kafka, f"{config.name}-{instance or uuid.uuid4().hex[:12]}",
                                       instance, telemetry)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
@@ -77,6 +78,7 @@ class Worker:
             self._encoder.plan_table(keyspace, table)
         self._offsets.start()
         self._offsets.catch_up(timeout_s=60)
+        self._offsets.refuse_corrupt()  # a group whose position is unreadable has no right start
         self._cycle.start()
         self._reader = SourceReader(self._session, self.config.reader_settings(),
                                     on_query=self._telemetry.query_answered)
@@ -86,6 +88,7 @@ class Worker:
             self._watched_kafka, self.config.slots_topic_name, f"{self.config.name}-workers",
             self.config.worker_instance_id,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
+            slots=self.config.slots_count, name=self.config.name,
         )
 
     def _oldest_saved_us(self, keyspace: str, table: str) -> int | None:
@@ -102,6 +105,10 @@ class Worker:
         assert self._reader is not None and self._membership is not None
         while not stop.is_set() and self._fatal is None and self._keeper.fatal is None:
             self._membership.poll()
+            if self._membership.fatal is not None:  # the slots topic changed: this map is wrong now
+                self._cycle.abort()  # nothing read under the wrong map commits
+                self._fatal = self._membership.fatal
+                break
             if self._offsets.poll():
                 self._changed = True
             self._stale_batch = False
@@ -182,6 +189,10 @@ class Worker:
         self._changed = False
         committed = self._committed_view()
         for group in self._book.to_start(committed):
+            corrupt = self._offsets.corrupt.get(group)
+            if corrupt is not None and group not in self._cycle.committed:
+                self._fail_group(group, corrupt.describe())  # its position is unknown: no start is right
+                continue
             self._book.active.add(group)
             position = committed.get(group)
             if position is None and self._book.groups[group].predecessors:

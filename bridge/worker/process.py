@@ -17,10 +17,10 @@ import structlog
 from confluent_kafka.admin import AdminClient
 
 from bridge.envelope.errors import PlanError, SerializationError
-from bridge.kafka.access import KafkaAccessError, check_access
+from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
-from bridge.kafka.errors import KafkaUnavailableError
-from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
+from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
+from bridge.kafka.topics import check_worker_topics, data_topic, ensure_topics, offsets_topic, slots_topic
 from bridge.observability import register_secret
 from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
@@ -57,10 +57,12 @@ def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
     try:
-        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress)
+        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
+                                    metrics_host=config.metrics_bind_address)
     except OSError as error:
         cluster.shutdown()
-        raise StartupError("metrics.port", f"{config.metrics_port}: {error.strerror or error}") from None
+        raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
+                                           f"{error.strerror or error}") from None
     try:
         return _serve(config, session, kafka, telemetry)
     finally:
@@ -88,9 +90,12 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         check_access(kafka, KAFKA_TIMEOUT_S)
         admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
+        check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
+                            slots_count=config.slots_count, name=config.name,
+                            bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
         worker = Worker(config, session, kafka, telemetry)
         worker.start()
-    except KafkaAccessError as error:
+    except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets
         raise StartupError(error.key, error.reason) from None
     except KafkaUnavailableError as error:
         raise StartupError("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}") from None
