@@ -8,7 +8,11 @@
 # deploy/docker/install-venv. This repository's CI has no Docker engine: tests/ship/test_dockerfile.py
 # lints this file with hadolint, checks the essentials below and runs install-venv itself.
 
-ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+# Pinned by tag and digest (of the multi-architecture index): the tag is re-pushed with Debian's
+# updates, the digest always names the same image. To move on, take the new digest with
+# `docker buildx imagetools inspect python:3.11.14-slim-bookworm` (first line, "Digest:").
+# Every stage, the Spark ones included, starts from this one image.
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
 ARG PYTHON_MINOR=3.11
 
 # ---------------------------------------------------------------- worker: build the virtualenv

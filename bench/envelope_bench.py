@@ -40,7 +40,7 @@ from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.plan import TablePlan, build_plan
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translate import translate
-from bridge.registry import registry_client
+from bridge.kafka.registry import registry_client
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.schema import Column, ColumnKind, TableSchema, scalar

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bridge import runtime_tuning
 from bridge.scylla.events import GroupDiscovered, RecordRead
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.session import connect
@@ -25,6 +24,7 @@ from bridge.scylla.settings import ReaderSettings
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
+from bridge.worker import tuning as runtime_tuning
 
 sys.path.insert(0, str(Path(__file__).parent))
 from worker_bench import lookback_ms, stored_fill

@@ -25,16 +25,17 @@ from typing import Any
 from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement, tuple_factory
 
-from bridge import runtime_tuning
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translator import Translator
 from bridge.scylla import fast_uuid
-from bridge.scylla.records import RecordAssembler, RowDecoder
+from bridge.scylla.pages import RowDecoder
+from bridge.scylla.records import RecordAssembler
 from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.table_schema import load_table_schema
 from bridge.stack.layout import Endpoints
+from bridge.worker import tuning as runtime_tuning
 
 STAGES = ("page", "decode", "translate", "serialize")
 

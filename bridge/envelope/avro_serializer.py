@@ -32,7 +32,7 @@ MAGIC_BYTE = 0
 
 class SchemaRegistry(Protocol):
     """What the serializer needs of a registry: register an Avro schema text under a subject and
-    get its id. `bridge.registry.registry_client` is the real one (confluent-kafka's client, kept
+    get its id. `bridge.kafka.registry.registry_client` is the real one (confluent-kafka's client, kept
     out of this package, which does no I/O of its own), `bridge.testing.InProcessRegistry` the
     in-memory twin."""
 

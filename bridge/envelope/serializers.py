@@ -50,7 +50,7 @@ def build_record_serializer(
     settings: EnvelopeSettings, registry_factory: Callable[[str], SchemaRegistry] | None = None
 ) -> RecordSerializer:
     """The serializers the settings choose; an Avro side gets a registry from `registry_factory`
-    (one per URL; `bridge.registry.registry_client` for a real one)."""
+    (one per URL; `bridge.kafka.registry.registry_client` for a real one)."""
     registries: dict[str, SchemaRegistry] = {}
 
     def side(kind: ConverterKind, schemas_enable: bool, url: str | None, is_key: bool) -> Serializer:

@@ -1,5 +1,5 @@
 """Settings of the translator and serializers. Field names follow the Java connector's property
-names (dots become underscores); `bridge.config.BridgeConfig.envelope_settings()` fills them from
+names (dots become underscores); `bridge.settings.BridgeConfig.envelope_settings()` fills them from
 the one settings model, which reads files and the environment.
 
 - `topic.prefix` (required): topic prefix, schema-name prefix and `source.name`.

@@ -16,7 +16,7 @@ With `experimental.preimages.enabled`, the pre-image row of a row becomes `befor
 delta row of that row in the record; with `experimental.postimages.enabled`, the post-image row
 becomes `after` of the last insert/update of that row in the record (every column then a cell).
 Images are paired with deltas by primary key inside the record (design.md section 3), by the
-source's one pairing rule (`bridge.scylla.records.pair_images`).
+source's one pairing rule (`bridge.scylla.pairing.pair_images`).
 
 With `dropped.changes.topic` set, each dropped range delete and clustered partition delete also
 gives a record on that topic (`P.DroppedChange`: kind, clustering bounds and inclusiveness).

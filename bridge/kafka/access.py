@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from bridge.kafka.client_log import with_logger
-from bridge.kafka.errors import KafkaSideError, KafkaUnavailableError
+from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 
 # librdkafka's "(after 362ms in state AUTH_REQ)" and "sasl_ssl://host:port/bootstrap: " add noise.
 _TIMING = re.compile(r"\s*\(after \d+ms in state [A-Z_]+\)")
@@ -25,13 +25,8 @@ _PROPERTY = re.compile(r'property:? "([a-z0-9._]+)"')
 _DOTTED = re.compile(r"\b[a-z]+(?:\.[a-z0-9_]+)+\b")
 
 
-class KafkaAccessError(KafkaSideError):
+class KafkaAccessError(KafkaSettingError):
     """Kafka refused this client for good: `key` is the setting to fix."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}")
-        self.key = key
-        self.reason = reason
 
 
 def check_access(config: dict[str, str], timeout_s: float) -> None:

@@ -7,6 +7,16 @@ class KafkaSideError(Exception):
     """Root of the Kafka side's errors."""
 
 
+class KafkaSettingError(KafkaSideError):
+    """Kafka (or a topic in it) refuses this configuration for good: `key` is the setting to fix,
+    `reason` says why and what to do; start-up prints both as one line."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
 class KafkaUnavailableError(KafkaSideError):
     """Kafka did not answer (or a topic is missing) within the bound: start-up stops."""
 

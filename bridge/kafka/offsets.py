@@ -71,6 +71,35 @@ def decode_key(data: bytes) -> tuple[str, GroupId] | None:
         return None
 
 
+class UnreadableKey(ValueError):
+    """An offsets key that is not `[<name>, <CDC source partition>]`. `ours`: it names the
+    connector being read (a group of ours lost its key); otherwise its owner is unknown."""
+
+    def __init__(self, reason: str, ours: bool) -> None:
+        super().__init__(reason)
+        self.ours = ours
+
+
+def group_of_key(data: bytes | None, name: str) -> GroupId | None:
+    """The group of an offsets key of connector `name`; None for another connector's key (they
+    share `connect-offsets`, with partitions of their own shapes). Raises UnreadableKey for a key
+    that is no Connect offsets key at all, or names `name` with a partition that is no group."""
+    try:
+        decoded = orjson.loads(data or b"")
+    except orjson.JSONDecodeError:
+        raise UnreadableKey(f"key is not JSON: {(data or b'')[:80]!r}", ours=False) from None
+    if not (isinstance(decoded, list) and len(decoded) == 2 and isinstance(decoded[0], str)):
+        raise UnreadableKey(f"key is not [connector name, partition]: {(data or b'')[:80]!r}", ours=False)
+    if decoded[0] != name:
+        return None
+    if not isinstance(decoded[1], dict):
+        raise UnreadableKey(f"partition is not a JSON object: {(data or b'')[:120]!r}", ours=True)
+    try:
+        return GroupId.from_offsets_key(decoded[1])
+    except ValueError as error:
+        raise UnreadableKey(str(error), ours=True) from None
+
+
 def decode_value(data: bytes) -> Position:
     """Raises ValueError for a value that is not a CDC offset."""
     try:
@@ -78,5 +107,8 @@ def decode_value(data: bytes) -> Position:
     except orjson.JSONDecodeError as error:
         raise ValueError(f"offsets value is not JSON: {error}") from error
     if not isinstance(decoded, dict):
-        raise ValueError(f"offsets value is not a JSON object: {data!r}")
-    return Position.from_offsets_value(decoded)
+        raise ValueError(f"offsets value is not a JSON object: {data[:120]!r}")
+    try:
+        return Position.from_offsets_value(decoded)
+    except (TypeError, AttributeError) as error:  # a field of the wrong JSON type
+        raise ValueError(f"not a CDC offsets value: {decoded!r} ({error})") from error

@@ -10,33 +10,76 @@ older than the last committed one, nor from an aborted one. (The watermark a rea
 consumer reports is the last stable offset, which stops *before* such a transaction: catching up
 to it would not wait.) Successor groups learn from the same map that predecessors read by other
 workers are finished.
+
+A record that cannot be read is never skipped in silence: each is logged (topic, partition,
+offset, reason) and handed to `on_corrupt` (a metric). What follows depends on whose it is:
+- a key that is no Connect offsets key at all (owner unknown) is reported and ignored, like the
+  keys of other connectors sharing `connect-offsets`, which are ignored without a word;
+- a key naming this connector with a partition that is no group, or a group's value that is no
+  position: that group's last position is unknown, and starting it from the default start would
+  replay or skip changes. Such records stay in `corrupt` / `unreadable_keys` until a later
+  record of the same key replaces them (the owner's next commit, or a tombstone);
+  `refuse_corrupt` ends start-up on them, and the worker fails such a group instead of starting
+  it (`corrupt`).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from bridge.kafka.client_log import with_logger
-from bridge.kafka.errors import KafkaUnavailableError
-from bridge.kafka.offsets import decode_key, decode_value
+from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
+from bridge.kafka.offsets import UnreadableKey, decode_value, group_of_key
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
 log = structlog.get_logger(__name__)
+CORRUPT_KINDS = ("key", "group_key", "value")
+
+
+@dataclass(frozen=True)
+class CorruptRecord:
+    """An offsets record that cannot be read. kind `key`: no Connect offsets key (owner unknown,
+    ignored); `group_key`: names this connector but no group; `value`: a group's value is no
+    position."""
+
+    kind: str
+    topic: str
+    partition: int
+    offset: int
+    reason: str
+    key: bytes
+    group: GroupId | None = None
+
+    def describe(self) -> str:
+        whose = f"of group {self.group} " if self.group is not None else ""
+        return f"unreadable offsets record {whose}at {self.topic}/{self.partition}@{self.offset}: {self.reason}"
+
+
+class CorruptOffsetsError(KafkaSettingError):
+    """Records of this connector in the offsets topic that cannot be read: start-up stops."""
 
 
 class OffsetsTopic:
     """Latest committed position per group of `name`, from the offsets topic."""
 
-    def __init__(self, client_config: dict[str, str], topic: str, name: str) -> None:
+    def __init__(self, client_config: dict[str, str], topic: str, name: str,
+                 on_corrupt: Callable[[CorruptRecord], None] | None = None) -> None:
         self.topic = topic
         self.name = name
         self.positions: dict[GroupId, Position] = {}
+        # Groups whose latest record is unreadable (their last good position, if any, stays in
+        # `positions` but must not be trusted), and keys of ours that name no group.
+        self.corrupt: dict[GroupId, CorruptRecord] = {}
+        self.unreadable_keys: dict[bytes, CorruptRecord] = {}
+        self._on_corrupt = on_corrupt
         self._consumer = Consumer({
             **with_logger(client_config),
             "group.id": f"{name}-offsets-reader-{uuid.uuid4().hex[:8]}",  # never joins or commits
@@ -58,7 +101,10 @@ class OffsetsTopic:
         yet (LEADER_NOT_AVAILABLE in its metadata), so its metadata is asked again until it has."""
         deadline = time.monotonic() + timeout_s
         while True:
-            metadata = self._consumer.list_topics(self.topic, timeout=max(1.0, deadline - time.monotonic()))
+            try:
+                metadata = self._consumer.list_topics(self.topic, timeout=max(1.0, deadline - time.monotonic()))
+            except KafkaException as error:
+                raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
             topic = metadata.topics.get(self.topic)
             if topic is not None and topic.error is None and topic.partitions:
                 break
@@ -109,17 +155,65 @@ class OffsetsTopic:
             if message.error().code() != KafkaError._PARTITION_EOF:
                 log.warning("offsets topic read error", topic=self.topic, error=str(message.error()))
             return
-        decoded = decode_key(message.key() or b"")
-        if decoded is None or decoded[0] != self.name:
+        self.apply(message.partition(), message.offset(), message.key(), message.value())
+
+    def apply(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
+        """One record of the topic, in the topic's order."""
+        try:
+            group = group_of_key(key, self.name)
+        except UnreadableKey as error:
+            if error.ours and value is None:
+                self.unreadable_keys.pop(key or b"", None)  # tombstoned: cleaned up
+            elif error.ours:
+                self._report(CorruptRecord("group_key", self.topic, partition, offset, str(error), key or b""))
+            elif value is not None:
+                self._report(CorruptRecord("key", self.topic, partition, offset, str(error), key or b""))
             return
-        group = decoded[1]
-        if message.value() is None:
+        if group is None:
+            return  # another connector's key
+        if value is None:
             self.positions.pop(group, None)
+            self.corrupt.pop(group, None)
             return
         try:
-            self.positions[group] = decode_value(message.value())
+            self.positions[group] = decode_value(value)
         except ValueError as error:
-            log.error("unreadable offsets value", group=str(group), offset=message.offset(), error=str(error))
+            self._report(CorruptRecord("value", self.topic, partition, offset, str(error), key or b"", group))
+            return
+        self.corrupt.pop(group, None)
+
+    def _report(self, record: CorruptRecord) -> None:
+        group = record.group
+        if record.kind == "value" and group is not None:
+            self.corrupt[group] = record
+        elif record.kind == "group_key":
+            self.unreadable_keys[record.key] = record
+        if record.kind == "key":
+            log.warning("unreadable offsets record ignored: its key names no connector", topic=self.topic,
+                        partition=record.partition, offset=record.offset, reason=record.reason)
+        else:
+            log.error("unreadable offsets record of this connector", topic=self.topic, partition=record.partition,
+                      offset=record.offset, reason=record.reason, group=None if group is None else str(group),
+                      keyspace=None if group is None else group.keyspace,
+                      table=None if group is None else group.table)
+        if self._on_corrupt is not None:
+            self._on_corrupt(record)
+
+    def corrupt_records(self) -> list[CorruptRecord]:
+        """The unreadable records of this connector still in force (not replaced since)."""
+        return [*self.corrupt.values(), *self.unreadable_keys.values()]
+
+    def refuse_corrupt(self) -> None:
+        """Raise CorruptOffsetsError when a record of this connector cannot be read: the position
+        of some group is unknown, and no default start would be right for it."""
+        found = self.corrupt_records()
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise CorruptOffsetsError(
+                "offset.storage.topic",
+                f"{found[0].describe()}{more}; that group's last position is unknown. `cdc-bridge offsets "
+                f"show` lists them; write the group's position again, or remove them with `cdc-bridge offsets "
+                f"reset --corrupt` (those groups then start from the default start, scylla.initial.lookback.ms)")
 
     def close(self) -> None:
         self._consumer.close()

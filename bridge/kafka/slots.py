@@ -9,22 +9,34 @@ back without a rebalance.
 The callbacks run inside `poll()`, on the worker's main thread: on revoke the worker stops the
 slots' groups and commits before returning (the cooperative protocol hands a slot on only after
 that); on lost it abandons them without committing.
+
+The map is only right while the topic has exactly `slots.count` partitions: start-up refuses a
+mismatch (`topics.py`), and a running member checks again at every assignment and every
+`CHECK_INTERVAL_S`; a change sets `fatal` (the worker aborts its open transaction and stops, and
+its restart is refused until `slots.count` matches), so two maps never read side by side for
+longer than that interval.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
 
+import structlog
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.offsets import encode_key
+from bridge.kafka.topics import slots_mismatch
 from bridge.scylla.groups import GroupId
 
+log = structlog.get_logger(__name__)
 SlotsCallback = Callable[[set[int]], None]
+CHECK_INTERVAL_S = 5.0
+_CHECK_TIMEOUT_S = 0.5  # on the main loop: a slow answer skips one check rather than stalling the loop
 
 
 def slot_of(name: str, group: GroupId, slots: int) -> int:
@@ -42,6 +54,8 @@ class SlotMembership:
         on_assigned: SlotsCallback,
         on_revoked: SlotsCallback,
         on_lost: SlotsCallback,
+        slots: int | None = None,
+        name: str = "",
     ) -> None:
         config: dict[str, Any] = {
             "session.timeout.ms": 10_000,  # a dead worker's slots move after this
@@ -56,6 +70,11 @@ class SlotMembership:
             config["group.instance.id"] = instance_id
         self.topic = topic
         self.owned: set[int] = set()
+        self.fatal: str | None = None  # set once the topic's partitions no longer match `slots`
+        self._slots = slots
+        self._name = name
+        self._bootstrap = client_config.get("bootstrap.servers", "?")
+        self._next_check = time.monotonic() + CHECK_INTERVAL_S
         self._callbacks = (on_assigned, on_revoked, on_lost)
         self._consumer = Consumer(config)
         self._consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
@@ -63,11 +82,35 @@ class SlotMembership:
     def poll(self) -> None:
         """Heartbeats and rebalance callbacks; the slots topic holds no records."""
         self._consumer.poll(0)
+        if self._slots is not None and self.fatal is None and time.monotonic() >= self._next_check:
+            self._next_check = time.monotonic() + CHECK_INTERVAL_S
+            self._check_partitions(_CHECK_TIMEOUT_S)
+
+    def _check_partitions(self, timeout_s: float) -> None:
+        """Compare the topic's partition count with `slots`; an unanswered request is no news."""
+        try:
+            topic = self._consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
+        except KafkaException:
+            return
+        if topic is not None and topic.partitions:
+            self._mismatch(len(topic.partitions))
+
+    def _mismatch(self, partitions: int) -> None:
+        if self._slots is None or partitions == self._slots or self.fatal is not None:
+            return
+        self.fatal = "slots.count: " + slots_mismatch(self.topic, partitions, self._slots, self._name,
+                                                      self._bootstrap)
+        log.error("slots topic changed under a running worker; stopping", topic=self.topic,
+                  partitions=partitions, slots_count=self._slots)
 
     def _assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         slots = {tp.partition for tp in partitions}
+        if self._slots is not None and slots and max(slots) >= self._slots:
+            self._check_partitions(5.0)
+            self._mismatch(max(slots) + 1)  # (no answer: at least that many)
         self.owned |= slots
-        self._callbacks[0](slots)
+        if self.fatal is None:  # else the worker stops at once: starting these slots' groups is no use
+            self._callbacks[0](slots)
 
     def _revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         slots = {tp.partition for tp in partitions}

@@ -3,10 +3,17 @@
 A small threading HTTP server on its own daemon threads, so probes answer even while the main
 loop is busy (that is what `/healthz` measures). 200 when the answer is yes, 503 when no, with
 a one-line reason in the body.
+
+Bound so that no client can hold it: a pause longer than `request_timeout_s` while a request is
+read or its answer written drops the connection, a connection lasts `request_deadline_s` at most
+however slowly it trickles, and beyond `MAX_CONNECTIONS` open at once new ones are closed at once
+(so probes keep answering while a scanner or a stuck scraper hangs on).
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,6 +22,36 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bridge.observability.health import Health
 from bridge.observability.metrics import Metrics
+
+REQUEST_TIMEOUT_S = 5.0  # the longest pause while a request is read or its answer written
+REQUEST_DEADLINE_S = 15.0  # the longest one connection may last, however it trickles
+MAX_CONNECTIONS = 32  # handled at once; more are closed without an answer
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 2 * MAX_CONNECTIONS  # (socketserver's 5 would leave connections unaccepted in the kernel)
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET  # "::" binds IPv6
+        super().__init__(address, handler)
+        self._free = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._free.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._free.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._free.release()
 
 
 class ProbeServer:
@@ -32,10 +69,30 @@ class ProbeServer:
         self._server.server_close()
 
 
-def serve_http(port: int, metrics: Metrics, health: Health, host: str = "0.0.0.0") -> ProbeServer:
-    """Serve on `host:port` (0: any free port); raises OSError when the port is taken."""
+def serve_http(port: int, metrics: Metrics, health: Health, host: str = "0.0.0.0", *,
+               request_timeout_s: float = REQUEST_TIMEOUT_S,
+               request_deadline_s: float = REQUEST_DEADLINE_S) -> ProbeServer:
+    """Serve on `host:port` (`metrics.bind.address`; port 0: any free port); raises OSError when
+    the port is taken or the address is not this host's."""
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = request_timeout_s  # socket timeout of the connection (StreamRequestHandler)
+
+        def setup(self) -> None:
+            super().setup()
+            self._deadline = threading.Timer(request_deadline_s, self._cut)
+            self._deadline.daemon = True
+            self._deadline.start()
+
+        def _cut(self) -> None:
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)  # the handler's blocked read or write ends
+
+        def finish(self) -> None:
+            self._deadline.cancel()
+            with contextlib.suppress(OSError):  # the client went away, or was cut off
+                super().finish()
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -60,6 +117,4 @@ def serve_http(port: int, metrics: Metrics, health: Health, host: str = "0.0.0.0
         def log_message(self, format: str, *args: Any) -> None:
             return None  # a probe every few seconds is not news
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return ProbeServer(server)
+    return ProbeServer(_BoundedServer((host, port), Handler))

@@ -26,6 +26,7 @@ OPS = ("c", "u", "d", "r", "tombstone")
 DROP_KINDS = ("range_delete", "partition_delete_clustered")
 QUERY_ERROR_KINDS = ("transient", "table_missing", "fatal")
 ABORT_REASONS = ("aborted", "fenced")
+OFFSETS_CORRUPT_KINDS = ("key", "group_key", "value")  # bridge.kafka.offsets_topic.CORRUPT_KINDS
 GroupKey = tuple[str, str, str]  # keyspace, table, group id as text
 
 
@@ -68,6 +69,10 @@ class Metrics:
             "cdc_bridge_possible_gaps", "Groups whose saved position was older than the log TTL (rows may "
             "have expired unread).", table, registry=r)
         self.ready = Gauge("cdc_bridge_ready", "1 when /readyz answers ready.", registry=r)
+        self.offsets_records_corrupt_total = Counter(
+            "cdc_bridge_offsets_records_corrupt", "Unreadable records read from the offsets topic, by kind: key "
+            "(no connector's key: ignored), group_key (names this connector but no group), value (a group's "
+            "position): the last two fail start-up or the group.", ["kind"], registry=r)
         self._produced: dict[tuple[str, str, str], Counter] = {}
         self._rows: dict[tuple[str, str], Counter] = {}
         self._lag_keys: set[GroupKey] = set()
@@ -87,6 +92,8 @@ class Metrics:
             self.window_read_seconds.labels(keyspace, table)
         for reason in ABORT_REASONS:
             self.transactions_aborted_total.labels(reason)
+        for kind in OFFSETS_CORRUPT_KINDS:
+            self.offsets_records_corrupt_total.labels(kind)
 
     # ------------------------------------------------------------------ the worker's calls
 
@@ -105,6 +112,9 @@ class Metrics:
 
     def aborted(self, reason: str) -> None:
         self.transactions_aborted_total.labels(reason).inc()
+
+    def offsets_record_corrupt(self, kind: str) -> None:
+        self.offsets_records_corrupt_total.labels(kind).inc()
 
     def possible_gap(self, keyspace: str, table: str) -> None:
         self.possible_gaps_total.labels(keyspace, table).inc()

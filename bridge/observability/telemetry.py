@@ -29,7 +29,8 @@ _TICK_S = 1.0  # lags, gauges and the progress line: once a second is plenty and
 
 class WorkerTelemetry:
     def __init__(self, tables: Iterable[tuple[str, str]], confidence_window_ms: int, metrics_port: int,
-                 progress: ProgressLine | None = None, clock: Callable[[], float] = time.time) -> None:
+                 progress: ProgressLine | None = None, clock: Callable[[], float] = time.time,
+                 metrics_host: str = "0.0.0.0") -> None:  # noqa: S104 (probes come from outside the container)
         self.metrics = Metrics()
         self.metrics.declare_tables(tables)
         self.health = Health(on_ready=lambda ready: self.metrics.ready.set(1 if ready else 0))
@@ -45,7 +46,8 @@ class WorkerTelemetry:
         self._rows: dict[tuple[str, str], int] = {}
         self._produced: dict[tuple[str, str, str], int] = {}
         self._next_tick = 0.0
-        self._server: ProbeServer | None = serve_http(metrics_port, self.metrics, self.health) if metrics_port else None
+        self._server: ProbeServer | None = (serve_http(metrics_port, self.metrics, self.health, metrics_host)
+                                              if metrics_port else None)
 
     def kafka_client_settings(self) -> dict[str, Any]:
         """Merged into the clients polled all the time (producer, slot consumer)."""

@@ -1,4 +1,4 @@
-"""From driver rows to `LogRow`s to whole `ChangeRecord`s, across page boundaries.
+"""From `LogRow`s (decoded by `pages.py`) to whole `ChangeRecord`s, across page boundaries.
 
 Pure code. The assembler holds the rows of the record it has not seen the end of, so a record
 split over two pages is handed on whole once the next page (or the end of the stream's query)
@@ -8,65 +8,11 @@ carry it. Pre/post-image rows are paired with their delta rows by `bridge.scylla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from operator import itemgetter
-from typing import Any
+from collections.abc import Iterable
 
-from bridge.scylla import log_schema as cols
 from bridge.scylla.cdc_time import micros_of, timeuuid_sort_key
 from bridge.scylla.errors import MalformedLogError
-from bridge.scylla.model import ChangeRecord, LogRow, Operation
-from bridge.scylla.stream_id import StreamId
-
-_META = (cols.STREAM_ID, cols.TIME, cols.BATCH_SEQ_NO, cols.OPERATION, cols.TTL, cols.END_OF_BATCH)
-# A dict lookup instead of calling the enum (which looks the value up and raises): per log row.
-_OPERATIONS = {operation.value: operation for operation in Operation}
-
-
-class RowDecoder:
-    """Turns result tuples with the given column names into `LogRow`s."""
-
-    def __init__(self, table: str, column_names: Sequence[str]) -> None:
-        self._table = table
-        self.column_names = tuple(column_names)
-        missing = [name for name in _META if name not in self.column_names]
-        if missing:
-            raise MalformedLogError(f"log table of {table} lacks the columns {missing}")
-        self._meta = itemgetter(*(self.column_names.index(name) for name in _META))
-        value_columns = [(i, n) for i, n in enumerate(self.column_names) if n not in _META]
-        self._value_names = tuple(n for _, n in value_columns)
-        # itemgetter of one index gives the value itself, of several a tuple: always a tuple.
-        indexes = [i for i, _ in value_columns]
-        self._values: Callable[[Sequence[Any]], Sequence[Any]] = (
-            itemgetter(*indexes) if len(indexes) > 1 else lambda row: tuple(row[i] for i in indexes))
-
-    def decode(self, row: Sequence[Any]) -> LogRow:
-        return self.decode_page([row])[0]
-
-    def decode_page(self, rows: Iterable[Sequence[Any]], stream: StreamId | None = None) -> list[LogRow]:
-        """The rows of one page; `stream`, the stream the page was read from, is shared by every
-        row that carries its id (one object per page instead of one per row; a row of another
-        stream gets its own, for the assembler to refuse)."""
-        meta, values, names, operations = self._meta, self._values, self._value_names, _OPERATIONS
-        decoded: list[LogRow] = []
-        for row in rows:
-            s, t, q, o, ttl, eob = meta(row)
-            operation = operations.get(o)
-            stream_id = stream if stream is not None and s == stream.raw else self._stream(s, t, q)
-            if operation is None:
-                raise MalformedLogError(f"{self._table}: bad log row at stream {bytes(s).hex()}, cdc$time {t}, "
-                                        f"seq {q}: {o!r} is not a valid Operation")
-            cells = dict(zip(names, values(row), strict=True))
-            decoded.append(LogRow(stream_id, t, int(q), operation, ttl, bool(eob), cells))
-        return decoded
-
-    def _stream(self, raw: Any, time: Any, seq: Any) -> StreamId:
-        try:
-            return StreamId(bytes(raw))
-        except (TypeError, ValueError) as error:
-            raise MalformedLogError(
-                f"{self._table}: bad log row at stream {bytes(raw).hex()}, cdc$time {time}, seq {seq}: {error}"
-            ) from error
+from bridge.scylla.model import ChangeRecord, LogRow
 
 
 def _where(table: str, row: LogRow) -> str:

@@ -1,6 +1,6 @@
 """Settings of the CDC source (the read side), named after the Java connector's properties.
 
-`bridge.config.BridgeConfig.reader_settings()` fills a `ReaderSettings` from the `scylla.*`
+`bridge.settings.BridgeConfig.reader_settings()` fills a `ReaderSettings` from the `scylla.*`
 keys; every field says which property it mirrors, and errors name that property. Defaults
 differ from the Java connector where ours can do better: the connector reads 30 s windows
 behind a 30 s confidence window (30-60 s latency); we read up to `now - confidence` as soon as a

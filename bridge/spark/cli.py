@@ -115,7 +115,7 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
 
 
 def _source(args: argparse.Namespace) -> Any:
-    from bridge.config import load_config
+    from bridge.settings import load_config
     from bridge.spark.decode import ValueFormat
     from bridge.spark.jobs import SourceOptions
 
@@ -158,8 +158,8 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace, start: Any) -> int:
-    from bridge.config import ConfigError
     from bridge.observability import configure_logging
+    from bridge.settings import ConfigError
     from bridge.spark.errors import SparkJobError
     from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
     from bridge.spark.jobs import RunOptions

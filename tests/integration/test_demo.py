@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bridge import demo
+from bridge.sim import demo
 from bridge.stack.layout import Endpoints
 
 

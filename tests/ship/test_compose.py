@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from bridge.config import BridgeConfig, load_config
+from bridge.settings import BridgeConfig, load_config
 from tests.ship.tools import COMPOSE_GO, REPO, go_module
 
 COMPOSE = REPO / "docker-compose.yml"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import BridgeConfig
+from bridge.settings import BridgeConfig
 from tests.ship.dockerfile import Stage, parse
 from tests.ship.tools import REPO, hadolint
 
 DOCKERFILE = REPO / "Dockerfile"
 LOCKS = REPO / "deploy" / "docker"
-PINNED_PYTHON = re.compile(r"python:3\.\d+\.\d+-slim-(bookworm|trixie)")
+PINNED_PYTHON = re.compile(r"python:3\.\d+\.\d+-slim-(bookworm|trixie)@sha256:[0-9a-f]{64}")
 BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|build-essential|make|cmake|git|curl|wget)\b")
 
 
@@ -42,15 +42,19 @@ def test_hadolint_finds_nothing(tmp_path: Path) -> None:
     assert found.returncode != 0 and "DL3007" in found.stdout and "DL3008" in found.stdout, found.stdout
 
 
-def test_every_base_image_is_pinned_by_version() -> None:
+def test_every_base_image_is_pinned_by_version_and_digest() -> None:
+    """A tag is re-pushed (Debian updates); the digest names exactly one image, the tag says which."""
     stages = _stages()
     for stage in stages.values():
         if stage.base in stages:
             continue  # FROM an earlier stage
-        image, _, tag = stage.base.rpartition(":")
+        reference, _, digest = stage.base.partition("@")
+        image, _, tag = reference.rpartition(":")
         assert image and tag and tag != "latest" and re.search(r"\d+\.\d+\.\d+", tag), \
             f"stage {stage.name}: base {stage.base!r} is not pinned to a full version"
-    assert PINNED_PYTHON.fullmatch(stages["worker"].base), stages["worker"].base
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest), f"stage {stage.name}: base {stage.base!r} has no digest"
+    for name in ("build", "spark-build", "spark", "worker"):
+        assert PINNED_PYTHON.fullmatch(stages[name].base), (name, stages[name].base)
 
 
 def test_worker_image_is_the_default_non_root_probed_cdc_bridge() -> None:

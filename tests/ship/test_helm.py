@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bridge.config import BridgeConfig, load_config
+from bridge.settings import BridgeConfig, load_config
 from tests.ship.dockerfile import parse
 from tests.ship.k8s import CHART, KUBERNETES_VERSIONS, Rendered, notes, run_helm, template, template_error, validate
 from tests.ship.tools import REPO
@@ -21,6 +21,7 @@ CI = CHART / "ci"
 SASL = CI / "sasl-ssl-values.yaml"
 FULL = CI / "full-values.yaml"
 DEPLOYMENT = CI / "deployment-values.yaml"
+TLS_NETPOL = CI / "tls-network-policy-values.yaml"
 VALUE_FILES = sorted(CI.glob("*.yaml"))
 
 
@@ -263,6 +264,9 @@ def test_passwords_given_as_values_stay_in_secrets(full: Rendered, tmp_path: Pat
     (["spark.enabled=true"], "/spark/checkpoint"),
     (["spark.enabled=true", "spark.checkpoint=/c"], "/spark/delta"),
     (["spark.enabled=true", "spark.checkpoint=/c", "spark.job=compact"], "/spark/job"),
+    (["extraVolumeMounts[0].name=x"], "/extraVolumeMounts/0"),
+    (["networkPolicy.enabled=true", "networkPolicy.egress.kafka.ports[0]=0"], "/networkPolicy/egress/kafka/ports/0"),
+    (["networkPolicy.ingress.namespaces=monitoring"], "/networkPolicy/ingress"),
 ])
 def test_bad_values_fail_at_install_time(sets: list[str], message: str) -> None:
     assert message in template_error(sets=sets)
@@ -323,3 +327,51 @@ def test_notes_tell_how_to_reach_the_workers(tmp_path: Path) -> None:
     text = notes(values=[SASL], workdir=tmp_path)
     assert "3 scylla-cdc-bridge worker(s) as a StatefulSet" in text
     assert "static membership" in text and "cdc-bridge status" in text and "SASL_SSL" in text
+
+
+# ------------------------------------------------------------------ CQL TLS files, NetworkPolicy
+
+
+def test_cql_tls_files_come_from_extra_volumes(tmp_path: Path) -> None:
+    """The CQL truststore and client certificate: a Secret mounted through extraVolumes where the
+    scylla.ssl.* settings point, read-only, next to the chart's own mounts."""
+    rendered = template([TLS_NETPOL])
+    container, pod = _container(rendered), _pod(rendered)
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "scylla-tls")
+    assert mount == {"name": "scylla-tls", "mountPath": "/etc/cdc-bridge/tls/scylla", "readOnly": True}
+    assert {"config", "tmp"} <= {m["name"] for m in container["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if v["name"] == "scylla-tls")
+    assert volume["secret"]["secretName"] == "scylla-client-tls" and volume["secret"]["defaultMode"] == 0o440
+    properties, environ = _materialize(rendered, tmp_path, secret_text="pem")
+    config = load_config(properties, environ=environ)
+    assert config.ssl_enabled is True
+    for path in (config.ssl_truststore_path, config.ssl_cert_chain, config.ssl_private_key):
+        assert path is not None and Path(path).read_text() == "pem\n", path
+
+
+def test_network_policy_admits_only_the_metrics_port_and_the_clusters(default: Rendered) -> None:
+    assert default.of_kind("NetworkPolicy") == [], "off by default"
+    rendered = template([TLS_NETPOL])
+    policy = rendered.one("NetworkPolicy")["spec"]
+    labels = rendered.one("StatefulSet")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    [ingress] = policy["ingress"]
+    assert ingress["ports"] == [{"port": 9404, "protocol": "TCP"}]
+    assert ingress["from"][0]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    dns, kafka, scylla, registry = policy["egress"]
+    assert dns["ports"] == [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
+    assert dns["to"][0]["podSelector"]["matchLabels"] == {"k8s-app": "kube-dns"}
+    assert kafka["ports"] == [{"port": 9093, "protocol": "TCP"}]
+    assert kafka["to"][0]["podSelector"]["matchLabels"] == {"strimzi.io/cluster": "my-cluster"}
+    assert scylla["ports"] == [{"port": 9142, "protocol": "TCP"}, {"port": 19142, "protocol": "TCP"}]
+    assert registry["ports"] == [{"port": 8080, "protocol": "TCP"}]
+
+
+def test_network_policy_defaults_follow_the_metrics_port_and_open_no_other_port() -> None:
+    policy = template(sets=["networkPolicy.enabled=true", "metrics.port=9500"]).one("NetworkPolicy")["spec"]
+    [ingress] = policy["ingress"]
+    assert ingress == {"ports": [{"port": 9500, "protocol": "TCP"}]}, "any peer, but only the metrics port"
+    ports = [p["port"] for rule in policy["egress"] for p in rule["ports"]]
+    assert ports == [53, 53, 9092, 9093, 9042, 9142, 19042, 19142]
+    assert all("to" not in rule for rule in policy["egress"][1:]), "no peers given: any address on those ports"

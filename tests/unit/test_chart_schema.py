@@ -11,8 +11,9 @@ from typing import Any, get_args
 import pytest
 from pydantic import SecretStr
 
-from bridge.config import _KAFKA_SECRETS, BridgeConfig
-from bridge.config_schema import CHART_MANAGED, chart_config_schema, setting_schema, update_chart_schema
+from bridge.settings import BridgeConfig
+from bridge.settings.chart_schema import CHART_MANAGED, chart_config_schema, setting_schema, update_chart_schema
+from bridge.settings.model import _KAFKA_SECRETS
 
 SCHEMA = Path(__file__).resolve().parents[2] / "helm" / "scylla-cdc-bridge" / "values.schema.json"
 REGENERATE = "run `.venv/bin/cdc-bridge config reference --update helm/scylla-cdc-bridge/values.schema.json`"

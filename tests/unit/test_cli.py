@@ -31,6 +31,6 @@ def test_a_named_command_registers_its_own_module_only() -> None:
 def test_the_worker_command_does_not_import_the_emulator_stack_or_spark() -> None:
     code = ("import sys; from bridge.cli import build_parser; build_parser(['run', '--config', 'x']); "
             "print(sorted(m for m in sys.modules if m.startswith(('bridge.sim', 'bridge.stack', 'bridge.spark', "
-            "'bridge.demo'))))")
+            "'bridge.cli.demo', 'bridge.cli.sim', 'bridge.cli.stack'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import ConfigError, build_config, load_config, parse_sets
-from bridge.config_cli import render_reference
 from bridge.envelope.names import NameAdjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
+from bridge.settings import ConfigError, load_config, parse_sets
+from bridge.settings.load import build_config
+from bridge.settings.reference import render_reference
 
 BASE = {
     "name": "c1",

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import BridgeConfig, ConfigError
-from bridge.config_cli import REFERENCE_END, REFERENCE_START, reference_block, render_reference, update_reference
+from bridge.settings import BridgeConfig, ConfigError
+from bridge.settings.reference import (
+    REFERENCE_END,
+    REFERENCE_START,
+    reference_block,
+    render_reference,
+    update_reference,
+)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 REGENERATE = "run `.venv/bin/cdc-bridge config reference --update README.md`"

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from bridge import demo
+from bridge.cli import demo
 from bridge.stack.layout import Endpoints
 from bridge.stack.process import port_open
 

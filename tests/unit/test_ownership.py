@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bridge.kafka.slots import slot_of
-from bridge.ownership import GroupBook
 from bridge.scylla.groups import GroupId, StreamGroup, TokenRange
 from bridge.scylla.positions import Position
 from bridge.scylla.stream_id import StreamId
+from bridge.worker.ownership import GroupBook
 
 STREAM = StreamId.from_hex("0x7fffd5c1a93c0000a1b2c3d4e5f60001")
 RANGE = (TokenRange(0, 10),)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bridge.runtime_tuning import SWITCH_INTERVAL_S, THRESHOLDS, tune_for_streaming
+from bridge.worker.tuning import SWITCH_INTERVAL_S, THRESHOLDS, tune_for_streaming
 
 
 def test_tuning_freezes_the_start_up_heap_makes_collections_rare_and_slices_longer() -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
-from bridge.config import ConfigError, build_config, load_config
 from bridge.kafka.access import KafkaAccessError, _bad_setting, _is_refusal, _refused
 from bridge.scylla.session import _access_error
+from bridge.settings import ConfigError, load_config
+from bridge.settings.load import build_config
 from bridge.stack.certs import new_ca
 from tests.unit.test_config import with_
 

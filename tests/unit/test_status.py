@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.ops_cli import catch_up_text, group_lags, table_lags
+from bridge.cli.ops import catch_up_text, group_lags, table_lags
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 

@@ -20,7 +20,7 @@ from bridge.envelope.names import NameAdjustment
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
-from bridge.registry import registry_client
+from bridge.kafka.registry import registry_client
 from bridge.scylla.model import Operation
 from bridge.scylla.schema import TableSchema
 from bridge.scylla.table_schema import load_table_schema

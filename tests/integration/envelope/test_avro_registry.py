@@ -21,7 +21,7 @@ from bridge.envelope.records import KafkaRecord
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
-from bridge.registry import avro_schema_object, registry_client
+from bridge.kafka.registry import avro_schema_object, registry_client
 from bridge.scylla.model import Operation
 from bridge.scylla.schema import TableSchema
 from tests.unit.envelope.support import d, de, make_table, record, row, row_with

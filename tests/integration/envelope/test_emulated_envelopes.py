@@ -15,7 +15,8 @@ from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translator import Translator
 from bridge.scylla.cdc_time import timeuuid_sort_key
 from bridge.scylla.model import ChangeRecord
-from bridge.scylla.records import RecordAssembler, RowDecoder
+from bridge.scylla.pages import RowDecoder
+from bridge.scylla.records import RecordAssembler
 from bridge.scylla.schema import TableSchema
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings

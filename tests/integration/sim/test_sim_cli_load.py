@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator, cli
+from bridge import cli
+from bridge.sim import Emulator
 from bridge.sim.load import LoadGenerator, LoadSpec, bulk_fill, parse_mix
 from bridge.stack.layout import Endpoints
 
@@ -41,7 +42,7 @@ def test_exec_file_runs_schema_and_writes_in_order(
             DELETE FROM {emu.keyspace}.cli_t WHERE pk = 2; APPLY BATCH;
         """
     )
-    assert cli.main(["exec", "--json", "-f", str(script)]) == 0
+    assert cli.main(["sim", "exec", "--json", "-f", str(script)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [[row["op"] for row in line["rows"]] for line in lines] == [[2, 9], [1, 9], [4]]
     assert lines[1]["rows"][1]["values"] == {"pk": 1, "ck": 2, "v": 3, "w": "x", "u": [5, None]}
@@ -55,7 +56,7 @@ def test_exec_errors_name_the_statement(tmp_path: Path, emu: Emulator, capsys: p
         f"CREATE TABLE {emu.keyspace}.cli_e (pk int PRIMARY KEY, v int); UPDATE {emu.keyspace}.cli_e"
         " SET nope = 1 WHERE pk = 1;"
     )
-    assert cli.main(["exec", "-f", str(script)]) == 2
+    assert cli.main(["sim", "exec", "-f", str(script)]) == 2
     assert capsys.readouterr().err.strip() == "error: statement 2: Undefined column name nope"
 
 
@@ -69,6 +70,7 @@ def test_bootstrap_and_tablets_commands(
         assert (
             cli.main(
                 [
+                    "sim",
                     "exec",
                     *meta,
                     f"CREATE KEYSPACE {tablets_ks} WITH replication = {{'class':"
@@ -80,6 +82,7 @@ def test_bootstrap_and_tablets_commands(
         assert (
             cli.main(
                 [
+                    "sim",
                     "exec",
                     *meta,
                     f"CREATE TABLE {tablets_ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}",
@@ -87,11 +90,11 @@ def test_bootstrap_and_tablets_commands(
             )
             == 0
         )
-        assert cli.main(["bootstrap-node", *meta, "--delay", "1", "--vnodes", "3"]) == 0
+        assert cli.main(["sim", "bootstrap-node", *meta, "--delay", "1", "--vnodes", "3"]) == 0
         assert "11 vnodes" in capsys.readouterr().out  # the first generation has 8
-        assert cli.main(["tablets", "split", *meta, tablets_ks, "t", "--delay", "1"]) == 0
+        assert cli.main(["sim", "tablets", "split", *meta, tablets_ks, "t", "--delay", "1"]) == 0
         assert "4 streams" in capsys.readouterr().out
-        assert cli.main(["tablets", "change", *meta, tablets_ks, "t", "--positions", "9"]) == 2
+        assert cli.main(["sim", "tablets", "change", *meta, tablets_ks, "t", "--positions", "9"]) == 2
         assert "no tablet at position 9" in capsys.readouterr().err
     finally:
         cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {tablets_ks}", timeout=60)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bridge.registry import registry_client
+from bridge.kafka.registry import registry_client
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import CLI, WorkerProcess, read_topic, wait_for

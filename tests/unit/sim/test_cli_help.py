@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from bridge.sim import cli
+from bridge import cli as top_cli
+from bridge.cli import sim as cli
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,7 +50,7 @@ def test_arguments_reach_the_handlers() -> None:
 
 def test_bad_settings_are_one_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     """A bad keyspace name in a flag stops with one line naming the setting."""
-    code = cli.main(["bootstrap-node", "--vnodes-keyspace", "bad-name!"])
+    code = top_cli.main(["sim", "bootstrap-node", "--vnodes-keyspace", "bad-name!"])
     assert code == 2
     assert capsys.readouterr().err.strip() == "error: vnodes_keyspace: 'bad-name!' is not a valid keyspace name"
 
@@ -62,7 +63,7 @@ def _closed_port() -> int:
 
 
 def test_a_missing_script_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["exec", "-f", "/nonexistent/changes.cql"]) == 2
+    assert top_cli.main(["sim", "exec", "-f", "/nonexistent/changes.cql"]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: -f /nonexistent/changes.cql: cannot read it (No such file or directory)"
     )
@@ -72,7 +73,7 @@ def test_no_cassandra_is_one_line_naming_the_fix(capsys: pytest.CaptureFixture[s
     """`sim exec` with the stack down: one line naming where it looked and what starts the stack,
     not the driver's NoHostAvailable traceback."""
     port = _closed_port()
-    assert cli.main(["exec", "--port", str(port), "INSERT INTO ks.t (pk) VALUES (1)"]) == 2
+    assert top_cli.main(["sim", "exec", "--port", str(port), "INSERT INTO ks.t (pk) VALUES (1)"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"error: no Cassandra answers at 127.0.0.1:{port}: start the local stack")
     assert "`cdc-bridge stack up`" in error and "\n" not in error

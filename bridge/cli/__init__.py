@@ -1,4 +1,5 @@
-"""The `cdc-bridge` command. Each area registers its own subcommands; this file only wires them."""
+"""The `cdc-bridge` command: one thin adapter module per subcommand (parse, call, print one line on
+an error); this file only wires them."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Each command's module registers it; in the order `--help` lists them.
 _COMMANDS: dict[str, str] = {
-    "run": "bridge.worker_cli",
-    "status": "bridge.ops_cli",
-    "offsets": "bridge.ops_cli",
-    "config": "bridge.config_cli",
-    "stack": "bridge.stack.cli",
-    "sim": "bridge.sim.cli",
-    "demo": "bridge.demo",
+    "run": "bridge.cli.run",
+    "status": "bridge.cli.ops",
+    "offsets": "bridge.cli.ops",
+    "config": "bridge.cli.config",
+    "stack": "bridge.cli.stack",
+    "sim": "bridge.cli.sim",
+    "demo": "bridge.cli.demo",
     "spark": "bridge.spark.cli",
 }
 
@@ -48,6 +49,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     return handler(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

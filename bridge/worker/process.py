@@ -1,72 +1,68 @@
-"""`cdc-bridge run`: one worker process, until SIGTERM/SIGINT (exit 0 after a graceful stop)."""
+"""Starting and stopping one worker process: connect to the cluster, check Kafka access, make
+sure the topics exist, start the `Worker`, run it until SIGTERM/SIGINT.
+
+Every failure to start raises `StartupError(key, reason)`, naming the setting that helps; the
+command line (`bridge/cli/run.py`) prints it as one line. Secrets are registered for masking
+before any client could echo them in a log line.
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
-import sys
 import threading
 from typing import Any
 
 import structlog
+from confluent_kafka.admin import AdminClient
 
-from bridge.config import BridgeConfig, ConfigError
-from bridge.config_cli import add_config_arguments, config_from_args
 from bridge.envelope.errors import PlanError, SerializationError
-from bridge.kafka.access import KafkaAccessError, check_access
+from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
-from bridge.kafka.errors import KafkaUnavailableError
-from bridge.kafka.topics import data_topic, ensure_topics, offsets_topic, slots_topic
-from bridge.observability import configure_logging, register_secret
-from bridge.observability.logs import is_secret_key, mask_text
+from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
+from bridge.kafka.topics import check_worker_topics, data_topic, ensure_topics, offsets_topic, slots_topic
+from bridge.observability import register_secret
+from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
-from bridge.runtime_tuning import tune_for_streaming
 from bridge.scylla.errors import TableMissingError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
+from bridge.settings import BridgeConfig, ConfigError
+from bridge.worker.loop import Worker
+from bridge.worker.tuning import tune_for_streaming
 
 log = structlog.get_logger(__name__)
 KAFKA_TIMEOUT_S = 15.0
 
 
-def register(commands: Any) -> None:
-    run = commands.add_parser("run", help="run one worker (any number may run, on any hosts)",
-                              description="Read the configured CDC tables and produce Debezium envelopes to "
-                                          "Kafka exactly once; workers sharing `name` share the work.")
-    add_config_arguments(run)
-    run.set_defaults(handler=_run)
+class StartupError(Exception):
+    """The worker cannot start: `key` is the setting that helps, `reason` says why."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
 
 
-def _fail(key: str, reason: str) -> int:
-    # Masked like log lines: a client library's message could echo a configured secret.
-    print(mask_text(f"error: {key}: {reason}"), file=sys.stderr)
-    return 2
-
-
-def _run(args: argparse.Namespace) -> int:
-    progress = ProgressLine()
-    configure_logging(before_line=progress.clear)
-    config = config_from_args(args)
-    if config is None:
-        return 2
+def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
+    """Run one worker until a signal or a fatal error; returns the exit code. Raises `StartupError`."""
     try:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
         cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
                                    password=config.scylla_password_value(), local_dc=config.local_dc,
                                    ssl_context=config.scylla_ssl_context())
-    except ConfigError as error:
-        return _fail(error.key, error.reason)
-    except CqlAccessError as error:
-        return _fail(error.key, error.reason)
+    except (ConfigError, CqlAccessError) as error:
+        raise StartupError(error.key, error.reason) from None
     except ClusterUnavailableError as error:
-        return _fail("scylla.cluster.ip.addresses", str(error))
+        raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
     try:
-        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress)
+        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
+                                    metrics_host=config.metrics_bind_address)
     except OSError as error:
         cluster.shutdown()
-        return _fail("metrics.port", f"{config.metrics_port}: {error.strerror or error}")
+        raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
+                                           f"{error.strerror or error}") from None
     try:
         return _serve(config, session, kafka, telemetry)
     finally:
@@ -85,10 +81,6 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
 
 
 def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry) -> int:
-    from confluent_kafka.admin import AdminClient
-
-    from bridge.worker import Worker
-
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count)]
@@ -98,19 +90,20 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         check_access(kafka, KAFKA_TIMEOUT_S)
         admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
+        check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
+                            slots_count=config.slots_count, name=config.name,
+                            bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
         worker = Worker(config, session, kafka, telemetry)
         worker.start()
-    except KafkaAccessError as error:
-        return _fail(error.key, error.reason)
+    except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets
+        raise StartupError(error.key, error.reason) from None
     except KafkaUnavailableError as error:
-        return _fail("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}")
-    except TableMissingError as error:
-        return _fail("scylla.table.names", str(error))
-    except PlanError as error:  # a table the envelope cannot carry (a name clash)
-        return _fail("scylla.table.names", str(error))
+        raise StartupError("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}") from None
+    except (TableMissingError, PlanError) as error:  # PlanError: a table the envelope cannot carry (a name clash)
+        raise StartupError("scylla.table.names", str(error)) from None
     except SerializationError as error:  # the registry refused or could not take a table's schemas
         side = "key" if "-key:" in str(error) else "value"
-        return _fail(f"{side}.converter.schema.registry.url", str(error))
+        raise StartupError(f"{side}.converter.schema.registry.url", str(error)) from None
     tune_for_streaming()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,33 +2,26 @@
 
 Each field's alias is the property name users write (the Java connector's where the meaning is
 the same, design.md 2.1); its default and description are the documentation (`cdc-bridge config
-describe` and the README reference are rendered from them). Sources, later ones winning: the
-file (`.properties` or YAML), `CDC_BRIDGE_<KEY>` environment variables (dots as `_`), then
-`--set key=value`. An unknown key, a missing required key or a bad value raises one
-`ConfigError` whose text is `<key>: <reason>`. Secrets are `SecretStr`: masked in `str`, `repr`
-and `describe`, unwrapped only where a client is built.
+describe` and the README reference are rendered from them). `load.py` fills it from the file,
+the environment and `--set`. Secrets are `SecretStr`: masked in `str`, `repr` and `describe`,
+unwrapped only where a client is built.
 """
 
 from __future__ import annotations
 
-import os
 import ssl
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import javaproperties
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from bridge.envelope.errors import SettingsError
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
+from bridge.settings.errors import ConfigError
 
-ENV_PREFIX = "CDC_BRIDGE_"
-KAFKA_PREFIX = "kafka."
 MASK = "**********"
 # librdkafka settings that hold secrets (passed through under `kafka.`).
 _KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
@@ -37,13 +30,6 @@ _KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.p
 Millis = Annotated[int, Field(ge=0)]
 
 
-class ConfigError(ValueError):
-    """A setting that stops start-up: `str` is `<key>: <reason>`."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}")
-        self.key = key
-        self.reason = reason
 
 
 def _setting(alias: str, default: Any, description: str, **extra: Any) -> Any:
@@ -137,6 +123,11 @@ class BridgeConfig(BaseModel):
     shutdown_timeout_ms: int = _setting("shutdown.timeout.ms", 30_000, "Bound on a graceful stop (ms).", ge=1)
     metrics_port: int = _setting("metrics.port", 9404, "Port of /metrics, /healthz, /readyz; 0: off.",
                                  ge=0, le=65535)
+    # every interface by default: kubelet probes and Prometheus come from outside the container
+    metrics_bind_address: str = _setting("metrics.bind.address", "0.0.0.0", "Address the metrics port listens "  # noqa: S104
+                                         "on: 0.0.0.0 (every interface, for containers and probes), :: (IPv6 "
+                                         "too), or one address, e.g. 127.0.0.1 behind a local proxy.",
+                                         min_length=1)
     kafka: dict[str, SecretStr] = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
                                         "settings (librdkafka names) under the prefix kafka., e.g. "
                                         "kafka.bootstrap.servers (required), kafka.security.protocol, "
@@ -257,12 +248,12 @@ class BridgeConfig(BaseModel):
                     yield f"kafka.{name}", shown, "", "Kafka client setting"
                 continue
             value = getattr(self, field_name)
-            shown = MASK if isinstance(value, SecretStr) else ("" if value is None else _text(value))
-            default = "" if info.is_required() else _text(info.default)
+            shown = MASK if isinstance(value, SecretStr) else ("" if value is None else setting_text(value))
+            default = "" if info.is_required() else setting_text(info.default)
             yield key, shown, default, info.description or ""
 
 
-def _text(value: Any) -> str:
+def setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return "" if value is None else str(value)
@@ -300,123 +291,3 @@ def _read_secret(key: str, path: Path) -> str:
     except OSError as error:
         raise ConfigError(key, f"cannot read {path}: {error.strerror}") from None
 
-
-# ---------------------------------------------------------------------- loading
-
-
-def _aliases() -> dict[str, str]:
-    return {(info.alias or name): name for name, info in BridgeConfig.model_fields.items()}
-
-
-def read_file(path: Path) -> dict[str, str]:
-    """Flat `key -> text` from a `.properties` or YAML file (nested YAML maps join with dots)."""
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError("--config", f"cannot read {path}: {error.strerror}") from None
-    if path.suffix in (".yaml", ".yml"):
-        try:
-            loaded = yaml.safe_load(text) or {}
-        except yaml.YAMLError as error:
-            raise ConfigError("--config", f"{path} is not valid YAML: {error}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError("--config", f"{path} must hold a mapping of settings")
-        return dict(_flatten(loaded))
-    return dict(javaproperties.loads(text))
-
-
-def _flatten(tree: Mapping[Any, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            yield from _flatten(value, f"{name}.")
-        else:
-            yield name, _text(value)
-
-
-def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`CDC_BRIDGE_<KEY>` for every known key (dots and dashes as `_`) and `CDC_BRIDGE_KAFKA_<X>`
-    for `kafka.<x>` (lower case, `_` as dots)."""
-    by_env = {ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_"): key
-              for key in _aliases() if key != "kafka.*"}
-    found: dict[str, str] = {}
-    for variable, value in environ.items():
-        if variable in by_env:
-            found[by_env[variable]] = value
-        elif variable.startswith(ENV_PREFIX + "KAFKA_"):
-            found["kafka." + variable[len(ENV_PREFIX) + 6:].lower().replace("_", ".")] = value
-    return found
-
-
-def parse_sets(pairs: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise ConfigError("--set", f"{pair!r} is not key=value")
-        found[key.strip()] = value
-    return found
-
-
-def build_config(properties: Mapping[str, str]) -> BridgeConfig:
-    aliases = _aliases()
-    values: dict[str, Any] = {}
-    kafka: dict[str, str] = {}
-    for key, value in properties.items():
-        if key.startswith(KAFKA_PREFIX) and len(key) > len(KAFKA_PREFIX):
-            kafka[key[len(KAFKA_PREFIX):]] = value
-        elif key in aliases and key != "kafka.*":
-            values[key] = value if value.strip() != "" else None
-        else:
-            raise ConfigError(key, "unknown setting (see `cdc-bridge config describe`)")
-    values["kafka.*"] = kafka
-    try:
-        config = BridgeConfig.model_validate(values)
-        config.tables()
-        config.scylla_contact_points()
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "config"
-        key = "kafka.bootstrap.servers" if field == "kafka.*" else field
-        raise ConfigError(key, _reason(first)) from None
-    except ValueError as error:
-        key = "scylla.table.names" if "keyspace.table" in str(error) else "scylla.cluster.ip.addresses"
-        raise ConfigError(key, str(error)) from None
-    try:  # the layers' own checks (settings that only make sense together); their errors start with the key
-        config.envelope_settings()
-        config.reader_settings()
-    except (SettingsError, ValueError) as error:
-        key, _, reason = str(error).partition(": ")
-        raise ConfigError(key, reason) from None
-    _check_credentials(config)
-    return config
-
-
-def _check_credentials(config: BridgeConfig) -> None:
-    # As the Java connector's validate(): a user without a password (or the reverse) is a mistake.
-    has_password = config.scylla_password is not None or config.scylla_password_file is not None
-    if config.scylla_user and not has_password:
-        raise ConfigError("scylla.password", "required when scylla.user is set (or scylla.password.file)")
-    if has_password and not config.scylla_user:
-        raise ConfigError("scylla.user", "required when scylla.password or scylla.password.file is set")
-    if config.scylla_password is not None and config.scylla_password_file is not None:
-        raise ConfigError("scylla.password.file", "set either scylla.password or scylla.password.file, not both")
-
-
-def _reason(error: Any) -> str:
-    if error["type"] == "missing":
-        return "required, missing"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return message[0].lower() + message[1:] if message else "invalid"
-
-
-def load_config(
-    path: Path | None,
-    *,
-    overrides: Mapping[str, str] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> BridgeConfig:
-    properties = read_file(path) if path is not None else {}
-    properties.update(from_environment(os.environ if environ is None else environ))
-    properties.update(overrides or {})
-    return build_config(properties)

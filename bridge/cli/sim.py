@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -306,15 +306,3 @@ def _jsonable(value: Any) -> Any:
         return value
     return str(value)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `sim` command on its own (`python -m bridge.sim.cli exec ...`)."""
-    parser = argparse.ArgumentParser(prog="cdc-bridge")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["sim", *(argv if argv is not None else sys.argv[1:])])
-    handler: Handler = args.handler
-    return handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,41 +1,26 @@
-"""One worker process: slots -> group readers -> translate -> serialize -> one Kafka transaction.
+"""One worker process's loop: slots -> group readers -> encode -> the transaction cycle.
 
 The main thread runs everything but Cassandra and Kafka I/O (the reader's and librdkafka's own
 threads): it turns the slot consumer's callbacks, follows the offsets topic, takes the reader's
-events, translates and produces records, and commits. A transaction holds the records of every
-owned group plus the offset record of each group it advanced; an aborted one is re-read from
-the last committed positions. docs/worker.md has the design and the failure cases.
+events, hands each record to the encoder and its Kafka records to the transaction cycle, and
+commits when the cycle says so. An aborted transaction is re-read from the last committed
+positions. The parts: `ownership.py` (which groups run here), `encoding.py` (record -> Kafka
+records), `transaction_cycle.py` (produce and commit), `recovery.py` (fencing). docs/worker.md has
+the design and the failure cases; docs/architecture.md follows one log row through these files.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from bridge.config import BridgeConfig
-from bridge.envelope import (
-    EnvelopeError,
-    RecordSerializer,
-    TranslationError,
-    Translator,
-    UnknownColumnError,
-    build_record_serializer,
-)
-from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
-from bridge.kafka.offsets import encode_key, encode_value
+from bridge.kafka.errors import ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
-from bridge.kafka.transactions import TransactionalProducer
 from bridge.observability.telemetry import WorkerTelemetry
-from bridge.ownership import GroupBook
-from bridge.registry import registry_client
-from bridge.scylla.errors import SchemaError
 from bridge.scylla.events import (
     GroupDiscovered,
     GroupEndKnown,
@@ -51,62 +36,50 @@ from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
+from bridge.settings import BridgeConfig
+from bridge.worker.encoding import GroupFailure, RecordEncoder
+from bridge.worker.ownership import GroupBook
+from bridge.worker.recovery import ProducerKeeper
+from bridge.worker.transaction_cycle import Stats, TransactionCycle
 
 log = structlog.get_logger(__name__)
-# Each waits up to 30 s for Kafka: about five minutes before the worker gives up and exits.
-_PRODUCER_ATTEMPTS = 10
-
-
-@dataclass
-class Stats:
-    records_produced: int = 0
-    transactions: int = 0
-    aborts: int = 0
 
 
 class Worker:
     def __init__(self, config: BridgeConfig, session: Any, kafka_config: dict[str, str],
                  telemetry: WorkerTelemetry) -> None:
         self.config = config
-        self.stats = Stats()
         self._session = session
-        self._kafka = kafka_config
         self._telemetry = telemetry
         # The clients polled every turn also report whether Kafka is reachable (readiness).
         self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
         self._book = GroupBook(config.name, config.slots_count)
-        self._schemas = TableSchemas(session)
-        envelope_settings = config.envelope_settings()
-        self._serializer: RecordSerializer = build_record_serializer(envelope_settings, registry_client)
-        # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
-        self._translator = Translator(envelope_settings, on_new_plan=self._serializer.prepare)
-        self._pending: dict[GroupId, Position] = {}
-        self._committed: dict[GroupId, Position] = {}  # ours, authoritative over the follower's view
-        self._urgent = False
+        self._encoder = RecordEncoder(config.envelope_settings(), TableSchemas(session))
         self._changed = True
-        self._txn_started = 0.0
-        self._last_commit = time.monotonic()
         self._fatal: str | None = None
-        self._fencings: list[float] = []
         self._stale_batch = False
         instance = config.worker_instance_id
-        self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name)
-        self._producer: TransactionalProducer | None = None
-        # One transactional id for the life of the process: a replacement producer then fences
-        # the one it replaces (whose last commit may still be in flight) instead of racing it.
-        self._transactional_id = f"{config.name}-{instance or uuid.uuid4().hex[:12]}"
+        self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
+                                     on_corrupt=lambda record: telemetry.metrics.offsets_record_corrupt(record.kind))
+        self._keeper = ProducerKeeper(self._watched_kafka, f"{config.name}-{instance or uuid.uuid4().hex[:12]}",
+                                      instance, telemetry)
+        self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
+
+    @property
+    def stats(self) -> Stats:
+        return self._cycle.stats
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         for keyspace, table in self.config.tables():
-            # A missing table, or a schema the registry refuses, stops start-up here.
-            self._translator.plan(self._schemas.get(keyspace, table))
+            self._encoder.plan_table(keyspace, table)
         self._offsets.start()
         self._offsets.catch_up(timeout_s=60)
-        self._producer = self._new_producer()
+        self._offsets.refuse_corrupt()  # a group whose position is unreadable has no right start
+        self._cycle.start()
         self._reader = SourceReader(self._session, self.config.reader_settings(),
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
@@ -115,6 +88,7 @@ class Worker:
             self._watched_kafka, self.config.slots_topic_name, f"{self.config.name}-workers",
             self.config.worker_instance_id,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
+            slots=self.config.slots_count, name=self.config.name,
         )
 
     def _oldest_saved_us(self, keyspace: str, table: str) -> int | None:
@@ -126,16 +100,15 @@ class Worker:
                  if (group.keyspace, group.table) == (keyspace, table)]
         return min(saved) if saved else None
 
-    def _new_producer(self) -> TransactionalProducer:
-        producer = TransactionalProducer(self._watched_kafka, self._transactional_id)
-        self._telemetry.producer_ready(True)
-        return producer
-
     def run(self, stop: threading.Event) -> int:
         """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""
         assert self._reader is not None and self._membership is not None
-        while not stop.is_set() and self._fatal is None:
+        while not stop.is_set() and self._fatal is None and self._keeper.fatal is None:
             self._membership.poll()
+            if self._membership.fatal is not None:  # the slots topic changed: this map is wrong now
+                self._cycle.abort()  # nothing read under the wrong map commits
+                self._fatal = self._membership.fatal
+                break
             if self._offsets.poll():
                 self._changed = True
             self._stale_batch = False
@@ -143,29 +116,27 @@ class Worker:
                 self._handle(event)
             if self._changed:
                 self._start_ready()
-            self._maybe_commit()
-            self._telemetry.turn(self._reading_positions, len(self._book.owned), self._queue_length)
+            if self._cycle.due():
+                self._commit()
+            self._telemetry.turn(self._reading_positions, len(self._book.owned), self._cycle.queue_length)
         return self.shutdown()
 
     def _reading_positions(self) -> dict[GroupId, Position]:
-        view = {**self._committed_view(), **self._pending}
+        view = {**self._committed_view(), **self._cycle.pending}
         return {group: view[group] for group in self._book.active if group in view}
 
-    def _queue_length(self) -> int:
-        return 0 if self._producer is None else self._producer.queue_length()
-
     def shutdown(self) -> int:
-        log.info("worker stopping", pending_groups=len(self._pending))
+        log.info("worker stopping", pending_groups=len(self._cycle.pending))
         self._commit_quietly()
         if self._membership is not None:
             self._membership.close()  # revokes our slots (stop + commit) and leaves the group
         if self._reader is not None:
             self._reader.close()
-        if self._producer is not None:
-            self._producer.close()
+        self._cycle.close()
         self._offsets.close()
-        if self._fatal is not None:
-            log.error("worker failed", error=self._fatal)
+        fatal = self._fatal or self._keeper.fatal
+        if fatal is not None:
+            log.error("worker failed", error=fatal)
             return 1
         log.info("worker stopped", records=self.stats.records_produced, transactions=self.stats.transactions)
         return 0
@@ -208,10 +179,8 @@ class Worker:
     def _forget(self, slots: set[int]) -> None:
         """Drop what this worker remembers of the slots' positions: once a slot leaves us, only
         the offsets topic is authoritative for it (another owner may have moved it on)."""
-        for group in [g for g in self._committed if self._book.slots.get(g) in slots]:
-            del self._committed[group]
-        for group in [g for g in self._pending if self._book.slots.get(g) in slots]:
-            del self._pending[group]
+        known = {*self._cycle.committed, *self._cycle.pending}
+        self._cycle.forget([g for g in known if self._book.slots.get(g) in slots])
 
     # ------------------------------------------------------------------ groups
 
@@ -220,6 +189,10 @@ class Worker:
         self._changed = False
         committed = self._committed_view()
         for group in self._book.to_start(committed):
+            corrupt = self._offsets.corrupt.get(group)
+            if corrupt is not None and group not in self._cycle.committed:
+                self._fail_group(group, corrupt.describe())  # its position is unknown: no start is right
+                continue
             self._book.active.add(group)
             position = committed.get(group)
             if position is None and self._book.groups[group].predecessors:
@@ -232,7 +205,7 @@ class Worker:
                      position=None if position is None else position.to_offsets_value())
 
     def _committed_view(self) -> dict[GroupId, Position]:
-        return {**self._offsets.positions, **self._committed}
+        return {**self._offsets.positions, **self._cycle.committed}
 
     def _stop_groups(self, groups: list[GroupId]) -> None:
         assert self._reader is not None
@@ -247,11 +220,11 @@ class Worker:
                 self._produce(event)
         elif isinstance(event, GroupProgress):
             if event.group in self._book.active:
-                self._pending[event.group] = event.position
+                self._cycle.advance(event.group, event.position)
         elif isinstance(event, GroupFinished):
             if event.group in self._book.active:
-                self._pending[event.group] = event.position
-                self._urgent = True  # successors, maybe on other workers, wait for this commit
+                # Urgent: successors, maybe on other workers, wait for this commit.
+                self._cycle.advance(event.group, event.position, urgent=True)
                 log.info("group finished", keyspace=event.group.keyspace, table=event.group.table,
                          group=str(event.group))
         elif isinstance(event, GroupDiscovered):
@@ -286,123 +259,57 @@ class Worker:
         log.error("group failed", keyspace=group.keyspace, table=group.table, group=str(group), error=message)
 
     def _produce(self, event: RecordRead) -> None:
-        assert self._producer is not None
         record = event.record
         try:
-            try:
-                translation = self._translator.translate(record, self._schemas.get(record.keyspace, record.table))
-            except UnknownColumnError:  # written after an ALTER TABLE ... ADD: translate with the new schema
-                translation = self._translator.translate(record, self._schemas.reload(record.keyspace, record.table))
-            encoded = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
-        except (TranslationError, SchemaError) as error:  # their messages name the table and position
-            self._fail_group(event.group, str(error))
+            translation, records = self._encoder.encode(record)
+        except GroupFailure as failure:
+            self._fail_group(event.group, str(failure))
             return
-        except EnvelopeError as error:  # e.g. the registry refused a new schema after an ALTER TABLE
-            self._fail_group(event.group, f"{record.keyspace}.{record.table}, cdc$time {record.time}: {error}")
-            return
-        if not self._producer.is_open:
-            self._txn_started = time.monotonic()
         try:
-            for topic, key, value in encoded:
-                self._producer.produce(topic, key, value)
+            self._cycle.stage(records, event.group, event.position)
         except TransactionAbortedError as error:
             self._transaction_failed(error)
             return
-        self.stats.records_produced += len(encoded)
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
-        self._pending[event.group] = event.position
 
     # ------------------------------------------------------------------ transactions
 
-    def _maybe_commit(self) -> None:
-        assert self._producer is not None
-        self._producer.serve()
-        now = time.monotonic()
-        records = self._producer.records_in_transaction
-        due = records >= self.config.commit_max_records or (
-            records > 0 and now - self._txn_started >= self.config.commit_interval_ms / 1000
-        )
-        if not due and self._pending:
-            since = now - self._last_commit
-            due = since >= self.config.heartbeat_interval_ms / 1000 or (
-                self._urgent and since >= self.config.commit_interval_ms / 1000)
-        if due:
-            self._commit()
-
     def _commit(self) -> None:
-        assert self._producer is not None and self._membership is not None
-        started = time.monotonic()
+        assert self._membership is not None
         try:
-            for group, position in self._pending.items():
-                self._producer.produce(self.config.offsets_topic, encode_key(self.config.name, group),
-                                       encode_value(position))
-            self._producer.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
+            done = self._cycle.commit(self._membership.fencing_offsets(), self._membership.group_metadata())
         except TransactionAbortedError as error:
             self._transaction_failed(error)
             return
-        self._telemetry.committed(time.monotonic() - started)
-        self._committed.update(self._pending)
-        if any(self._book.finished(g, self._committed) for g in self._pending):
+        committed = self._cycle.committed
+        if any(self._book.finished(g, committed) for g in done):
             self._changed = True
-        for group in [g for g in self._book.active if self._book.finished(g, self._committed)]:
+        for group in [g for g in self._book.active if self._book.finished(g, committed)]:
             self._book.active.discard(group)
-        self._pending.clear()
-        self._urgent = False
-        self._last_commit = time.monotonic()
-        self.stats.transactions += 1
+
+    def _commit_quietly(self) -> None:
+        if self._cycle.started and self._cycle.open():
+            self._commit()
 
     def _transaction_failed(self, error: TransactionAbortedError) -> None:
         fenced = isinstance(error, ProducerFencedError)
         self._telemetry.aborted(fenced=fenced)
         if fenced:
-            self._replace_producer(str(error))
+            self._cycle.replace_producer(str(error))
         else:
             log.warning("transaction aborted; re-reading from the last commit", error=str(error))
         self._restart_from_commit(reload=fenced)
-
-    def _commit_quietly(self) -> None:
-        if self._producer is not None and (self._pending or self._producer.is_open):
-            self._commit()
-
-    def _replace_producer(self, reason: str) -> None:
-        """A fenced producer is dead. A new one continues (a worker that was paused past its
-        transaction timeout is fenced once and carries on), but fencing again and again means
-        another process runs with this worker's identity: stop rather than fence each other."""
-        now = time.monotonic()
-        self._fencings = [t for t in self._fencings if now - t < 60.0] + [now]
-        if len(self._fencings) >= 3:
-            self._fatal = (f"the transactional producer was fenced {len(self._fencings)} times within a minute "
-                           f"(last: {reason}); does another worker run with worker.instance.id="
-                           f"{self.config.worker_instance_id}?")
-        log.warning("producer unusable; starting a new one", error=reason)
-        self._telemetry.producer_ready(False, f"producer: being replaced ({reason})")
-        if self._producer is not None:
-            with contextlib.suppress(Exception):
-                self._producer.close(1.0)
-        for attempt in range(1, _PRODUCER_ATTEMPTS + 1):
-            try:
-                self._producer = self._new_producer()
-                return
-            except KafkaUnavailableError as error:  # Kafka still away: init_transactions timed out
-                log.warning("new producer could not start, retrying", attempt=attempt, error=str(error))
-        self._fatal = f"no transactional producer could start in {_PRODUCER_ATTEMPTS} attempts"
 
     def _restart_from_commit(self, reload: bool = False) -> None:
         """Abort what is open and read every active group again from its last commit. With
         `reload` (a commit whose outcome is unknown), the committed positions are read again from
         the offsets topic, which shows that commit's outcome once caught up."""
-        assert self._producer is not None
-        self.stats.aborts += 1
-        try:
-            self._producer.abort()
-        except ProducerFencedError as error:
-            self._replace_producer(str(error))
+        if self._cycle.abort():
             reload = True
         if reload:
-            self._committed.clear()
+            self._cycle.committed.clear()
             self._offsets.catch_up(timeout_s=60)
-        self._pending.clear()
         self._stale_batch = True
         groups = sorted(self._book.active, key=str)
         self._stop_groups(groups)

@@ -1,4 +1,4 @@
-"""`cdc-bridge demo`: the ScyllaDB blog's orders example through one real worker.
+"""The ScyllaDB blog's orders example through one real worker (`cdc-bridge demo`).
 
 The emulator creates `ks.orders` with CDC on the local stack; one `cdc-bridge run` process reads
 it; Tim orders an apple, Alice orders blueberries, Tim's order becomes a pineapple and is then
@@ -8,7 +8,6 @@ delete's tombstone, a little after the 2 s confidence window).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -23,7 +22,6 @@ from typing import Any
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
-from bridge.stack.process import port_open
 
 KEYSPACE = "ks"
 Messages = list[tuple[bytes | None, bytes | None]]  # (key, value); a None value is a tombstone
@@ -151,24 +149,3 @@ def _stop(worker: subprocess.Popen[bytes], say: Callable[[str], None]) -> None:
             worker.wait(10)
     say(f"worker stopped (exit {worker.returncode})")
 
-
-def register(commands: Any) -> None:
-    demo = commands.add_parser("demo", help="the blog's orders example through one real worker on the local stack",
-                               description=__doc__.splitlines()[0] if __doc__ else None)
-    demo.add_argument("--spark", action="store_true", help="then flatten and mirror the events with the Spark "
-                      "jobs (needs the spark extra: scripts/setup --spark)")
-    demo.set_defaults(handler=_handler)
-
-
-def _handler(args: argparse.Namespace) -> int:
-    endpoints = Endpoints.from_env()
-    down = [f"{name} {host}:{port}" for name, host, port in (
-        ("Kafka", endpoints.host, endpoints.kafka_port),
-        ("Cassandra", endpoints.cassandra_host, endpoints.cassandra_port),
-    ) if not port_open(host, port)]
-    if down:  # one line that says what to do, not a client library's traceback
-        print(f"error: the local stack is not running ({', '.join(down)} do not answer):"
-              " start it with `cdc-bridge stack up` (or run scripts/demo, which does)", file=sys.stderr)
-        return 2
-    run(endpoints, spark=args.spark)
-    return 0

@@ -18,8 +18,8 @@ from typing import Any, Union, get_args, get_origin
 import annotated_types
 from pydantic import SecretStr
 
-from bridge.config import BridgeConfig
 from bridge.scylla.settings import CONSISTENCY_LEVELS
+from bridge.settings.model import BridgeConfig
 
 # Set by the chart from workload, metrics.port, scylla.auth and kafka.sasl/tls values.
 CHART_MANAGED = frozenset({

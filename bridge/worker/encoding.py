@@ -1,0 +1,57 @@
+"""One change record to the Kafka records that carry it: translated into envelopes
+(`bridge.envelope.Translator`, pure) and serialized (JSON, or Avro through the registry).
+
+A record written after an `ALTER TABLE ... ADD` names a column the cached schema lacks: it is
+translated again with the table's schema read anew. A record that cannot be carried raises
+`GroupFailure` whose message names the table and the record's position (`cdc$time`).
+"""
+
+from __future__ import annotations
+
+from bridge.envelope import (
+    EnvelopeError,
+    RecordSerializer,
+    Translation,
+    TranslationError,
+    Translator,
+    UnknownColumnError,
+    build_record_serializer,
+)
+from bridge.envelope.settings import EnvelopeSettings
+from bridge.kafka.registry import registry_client
+from bridge.scylla.errors import SchemaError
+from bridge.scylla.model import ChangeRecord
+from bridge.scylla.table_schema import TableSchemas
+
+SerializedRecord = tuple[str, bytes | None, bytes | None]  # topic, key, value (None: a tombstone)
+
+
+class GroupFailure(Exception):
+    """The group cannot go on past this record; the message names the table and the position."""
+
+
+class RecordEncoder:
+    def __init__(self, settings: EnvelopeSettings, schemas: TableSchemas) -> None:
+        self._schemas = schemas
+        self._serializer: RecordSerializer = build_record_serializer(settings, registry_client)
+        # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
+        self._translator = Translator(settings, on_new_plan=self._serializer.prepare)
+
+    def plan_table(self, keyspace: str, table: str) -> None:
+        """Build the table's plan now: a missing table, or a schema the registry refuses, stops
+        start-up instead of a group later."""
+        self._translator.plan(self._schemas.get(keyspace, table))
+
+    def encode(self, record: ChangeRecord) -> tuple[Translation, list[SerializedRecord]]:
+        """The record's translation (for the metrics) and its serialized Kafka records, in order."""
+        try:
+            try:
+                translation = self._translator.translate(record, self._schemas.get(record.keyspace, record.table))
+            except UnknownColumnError:  # written after an ALTER TABLE ... ADD: translate with the new schema
+                translation = self._translator.translate(record, self._schemas.reload(record.keyspace, record.table))
+            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
+        except (TranslationError, SchemaError) as error:  # their messages name the table and position
+            raise GroupFailure(str(error)) from error
+        except EnvelopeError as error:  # e.g. the registry refused a new schema after an ALTER TABLE
+            raise GroupFailure(f"{record.keyspace}.{record.table}, cdc$time {record.time}: {error}") from error
+        return translation, records
