@@ -181,7 +181,8 @@ def _run(args: argparse.Namespace, start: Any) -> int:
     try:
         from bridge.spark.progress import ProgressLogger
 
-        spark.streams.addListener(ProgressLogger())
+        progress = ProgressLogger()
+        spark.streams.addListener(progress)
         query = start(spark, source, run)
     except (SparkJobError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -198,6 +199,7 @@ def _run(args: argparse.Namespace, start: Any) -> int:
     failure = query.exception()
     if failure is not None:
         fail(explain(str(failure)))
+    progress.drain(spark, query)
     return 0
 
 

@@ -9,6 +9,7 @@ offsets, summed over the topic's partitions (the records still to read when the 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import structlog
@@ -46,6 +47,20 @@ def describe(progress: Any) -> dict[str, Any]:
 
 
 class ProgressLogger(StreamingQueryListener):
+    def __init__(self) -> None:
+        self.last_batch = -1
+
+    def drain(self, spark: Any, query: Any, timeout_s: float = 10.0) -> None:
+        """After the query ended: wait until the last micro-batch's line is out (Spark's listener
+        bus delivers events asynchronously), then unregister, so the JVM stops calling into this
+        process while it exits."""
+        progress = query.lastProgress
+        last = int(progress["batchId"]) if progress else -1
+        deadline = time.monotonic() + timeout_s
+        while self.last_batch < last and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spark.streams.removeListener(self)
+
     def onQueryStarted(self, event: Any) -> None:
         log.info("query started", job=event.name, id=str(event.id))
 
@@ -56,6 +71,7 @@ class ProgressLogger(StreamingQueryListener):
             log.warning("micro-batch progress unreadable", error=str(error))
             return
         log.info("micro-batch done", **fields)
+        self.last_batch = max(self.last_batch, int(fields["batch_id"]))
 
     def onQueryIdle(self, event: Any) -> None:
         pass
