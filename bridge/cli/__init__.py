@@ -22,7 +22,7 @@ _COMMANDS: dict[str, str] = {
     "stack": "bridge.cli.stack",
     "sim": "bridge.cli.sim",
     "demo": "bridge.cli.demo",
-    "spark": "bridge.spark.cli",
+    "spark": "bridge.cli.spark",
 }
 
 

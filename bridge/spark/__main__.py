@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from bridge.spark.cli import main
+from bridge.cli.spark import main
 
 if __name__ == "__main__":
     sys.exit(main())

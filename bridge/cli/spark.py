@@ -1,4 +1,5 @@
-"""`cdc-bridge spark flatten|mirror|packages` and `python -m bridge.spark ...` (spark-submit).
+"""`cdc-bridge spark flatten|mirror|packages` and `python -m bridge.spark ...` (spark-submit): the
+flags; the jobs themselves start in `bridge/spark/runner.py`.
 
 Both jobs need a checkpoint location: Spark keeps there the Kafka offsets of every micro-batch,
 so a restarted job resumes where it stopped and re-runs an unfinished micro-batch with the same
@@ -14,7 +15,6 @@ override it. pyspark is imported only when a job starts, so the command exists w
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,128 +102,33 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         help="more Spark settings (repeatable)")
 
 
-def _pairs(values: list[str], flag: str) -> dict[str, str]:
-    from bridge.spark.errors import SparkJobError
+def _job(args: argparse.Namespace) -> Any:
+    """The runner's view of the parsed flags (pyspark is imported only now)."""
+    from bridge.spark.runner import JobRequest
 
-    found = {}
-    for pair in values:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise SparkJobError(f"{flag}: {pair!r} is not KEY=VALUE")
-        found[key.strip()] = value.strip()
-    return found
-
-
-def _source(args: argparse.Namespace) -> Any:
-    from bridge.settings import load_config
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.jobs import SourceOptions
-
-    topics: list[str] = []
-    kafka: dict[str, str] = {}
-    value_format, registry, dropped = None, None, args.dropped_changes_topic
-    if args.config is not None:
-        config = load_config(args.config)
-        topics = [f"{config.topic_prefix}.{ks}.{table}" for ks, table in config.tables()]
-        kafka = config.kafka_client_config()
-        schemas = config.value_schemas_enable
-        value_format = ("avro" if config.value_converter == "avro" else "json-schemas" if schemas else "json")
-        registry = config.value_registry_url
-        dropped = dropped or config.dropped_changes_topic
-    kafka.update(_pairs(args.kafka, "--kafka"))
-    bootstrap = args.bootstrap_servers or kafka.pop("bootstrap.servers", None)
-    kafka.pop("bootstrap.servers", None)
-    if not bootstrap:
-        from bridge.spark.errors import SparkJobError
-
-        raise SparkJobError("--bootstrap-servers: required (or kafka.bootstrap.servers in --config)")
-    if args.topics:
-        topics = [t.strip() for t in args.topics.split(",") if t.strip()]
-    if args.topic_pattern:
-        topics = []
-    if dropped and topics:
-        topics.append(dropped)
-    return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=args.topic_pattern,
-                         value_format=ValueFormat(args.format or value_format or "json-schemas"),
-                         registry_url=args.registry_url or registry, starting_offsets=args.starting_offsets,
-                         max_offsets_per_trigger=args.max_offsets_per_trigger or None, kafka=kafka,
-                         min_partitions=args.min_partitions)
-
-
-def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
-    conf = {"spark.driver.memory": args.driver_memory, "spark.executor.memory": args.executor_memory}
-    if args.spark_ui:
-        conf["spark.ui.enabled"] = "true"
-    return {**conf, **_pairs(args.spark_conf, "--spark-conf")}
-
-
-def _run(args: argparse.Namespace, start: Any) -> int:
-    from bridge.observability import configure_logging
-    from bridge.settings import ConfigError
-    from bridge.spark.errors import SparkJobError
-    from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
-    from bridge.spark.jobs import RunOptions
-    from bridge.spark.session import build_session
-
-    configure_logging()
-    try:
-        source = _source(args)
-        run = RunOptions(checkpoint=args.checkpoint, name=args.name, trigger_interval=args.trigger_interval,
-                         available_now=args.available_now)
-        master = None if args.master in (None, "", "none") else args.master
-        spark = build_session(master, conf=_spark_conf(args))
-    except (SparkJobError, ConfigError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # the JVM did not start (e.g. a heap too small for Spark)
-        fail(start_line(str(error)))
-    watch_jvm(spark)
-    try:
-        from bridge.spark.progress import ProgressLogger
-
-        progress = ProgressLogger()
-        spark.streams.addListener(progress)
-        query = start(spark, source, run)
-    except (SparkJobError, ConfigError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # py4j: the JVM failed or is gone
-        fail(failure_line(spark, str(error)))
-    signal.signal(signal.SIGTERM, lambda *_: query.stop())
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
-    except Exception as error:  # the query failed (raised here) or the JVM is gone (py4j)
-        fail(failure_line(spark, str(error)))
-    failure = query.exception()
-    if failure is not None:
-        fail(explain(str(failure)))
-    progress.drain(spark, query)
-    return 0
+    return JobRequest(
+        config=args.config, bootstrap_servers=args.bootstrap_servers, topics=args.topics,
+        topic_pattern=args.topic_pattern, dropped_changes_topic=args.dropped_changes_topic, value_format=args.format,
+        registry_url=args.registry_url, kafka=args.kafka, checkpoint=args.checkpoint, name=args.name,
+        starting_offsets=args.starting_offsets, max_offsets_per_trigger=args.max_offsets_per_trigger,
+        min_partitions=args.min_partitions, trigger_interval=args.trigger_interval,
+        available_now=args.available_now, master=args.master, driver_memory=args.driver_memory,
+        executor_memory=args.executor_memory, spark_ui=args.spark_ui, spark_conf=args.spark_conf)
 
 
 def _flatten(args: argparse.Namespace) -> int:
-    from bridge.spark.jobs import start_flatten
-    from bridge.spark.smt_options import SmtOptions
+    from bridge.spark.runner import run_flatten
 
-    def start(spark: Any, source: Any, run: Any) -> Any:
-        smt = SmtOptions.from_properties(_pairs(args.option, "--option"))
-        rule = args.output_topic or (None if args.output_delta else DEFAULT_TOPIC_RULE)
-        schemas = None if args.output_format is None else args.output_format == "json-schemas"
-        return start_flatten(spark, source, smt, run, topic_rule=rule, delta_root=args.output_delta,
-                             schemas_out=schemas, commit_topic=args.commit_topic)
-
-    return _run(args, start)
+    rule = args.output_topic or (None if args.output_delta else DEFAULT_TOPIC_RULE)
+    schemas = None if args.output_format is None else args.output_format == "json-schemas"
+    return run_flatten(_job(args), options=args.option, topic_rule=rule, delta_root=args.output_delta,
+                       schemas_out=schemas, commit_topic=args.commit_topic)
 
 
 def _mirror(args: argparse.Namespace) -> int:
-    from bridge.spark.jobs import start_mirror
+    from bridge.spark.runner import run_mirror
 
-    def start(spark: Any, source: Any, run: Any) -> Any:
-        return start_mirror(spark, source, run, delta_root=args.delta)
-
-    return _run(args, start)
+    return run_mirror(_job(args), delta_root=args.delta)
 
 
 def _packages(args: argparse.Namespace) -> int:

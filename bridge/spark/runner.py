@@ -1,0 +1,165 @@
+"""Running one job: its Kafka source assembled from the worker's settings file and the flags, the
+Spark session, the query, and its end.
+
+A job that cannot start (a bad flag or setting) returns 2 after one `error:` line; a job whose
+JVM or query fails ends the process with one line naming the cause and the setting that helps
+(`fatal.py`), never hangs. A normal end (`--available-now`, SIGTERM) returns 0 after the last
+micro-batch's progress line.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bridge.settings import ConfigError, load_config
+from bridge.spark.errors import SparkJobError
+
+StartQuery = Callable[[Any, Any, Any], Any]  # (spark, SourceOptions, RunOptions) -> StreamingQuery
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What the command line asked for, flags as given (`kafka` and `spark_conf` as KEY=VALUE)."""
+
+    checkpoint: str
+    config: Path | None = None
+    bootstrap_servers: str | None = None
+    topics: str | None = None
+    topic_pattern: str | None = None
+    dropped_changes_topic: str | None = None
+    value_format: str | None = None
+    registry_url: str | None = None
+    kafka: Sequence[str] = ()
+    name: str | None = None
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    trigger_interval: str = "2 seconds"
+    available_now: bool = False
+    master: str | None = None
+    driver_memory: str = "1g"
+    executor_memory: str = "1g"
+    spark_ui: bool = False
+    spark_conf: Sequence[str] = ()
+
+
+def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | None, delta_root: str | None,
+                schemas_out: bool | None, commit_topic: str) -> int:
+    from bridge.spark.jobs import start_flatten
+    from bridge.spark.smt_options import SmtOptions
+
+    def start(spark: Any, source: Any, run: Any) -> Any:
+        smt = SmtOptions.from_properties(pairs(options, "--option"))
+        return start_flatten(spark, source, smt, run, topic_rule=topic_rule, delta_root=delta_root,
+                             schemas_out=schemas_out, commit_topic=commit_topic)
+
+    return run_job(job, start)
+
+
+def run_mirror(job: JobRequest, *, delta_root: str) -> int:
+    from bridge.spark.jobs import start_mirror
+
+    def start(spark: Any, source: Any, run: Any) -> Any:
+        return start_mirror(spark, source, run, delta_root=delta_root)
+
+    return run_job(job, start)
+
+
+def pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    found = {}
+    for pair in values:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise SparkJobError(f"{flag}: {pair!r} is not KEY=VALUE")
+        found[key.strip()] = value.strip()
+    return found
+
+
+def source_options(job: JobRequest) -> Any:
+    """The Kafka source: the worker's file gives topics (`topic.prefix` + `scylla.table.names`), the
+    value converter, the registry, `dropped.changes.topic` and `kafka.*`; flags override it."""
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.jobs import SourceOptions
+
+    topics: list[str] = []
+    kafka: dict[str, str] = {}
+    value_format, registry, dropped = None, None, job.dropped_changes_topic
+    if job.config is not None:
+        config = load_config(job.config)
+        topics = [f"{config.topic_prefix}.{ks}.{table}" for ks, table in config.tables()]
+        kafka = config.kafka_client_config()
+        schemas = config.value_schemas_enable
+        value_format = ("avro" if config.value_converter == "avro" else "json-schemas" if schemas else "json")
+        registry = config.value_registry_url
+        dropped = dropped or config.dropped_changes_topic
+    kafka.update(pairs(job.kafka, "--kafka"))
+    bootstrap = job.bootstrap_servers or kafka.pop("bootstrap.servers", None)
+    kafka.pop("bootstrap.servers", None)
+    if not bootstrap:
+        raise SparkJobError("--bootstrap-servers: required (or kafka.bootstrap.servers in --config)")
+    if job.topics:
+        topics = [t.strip() for t in job.topics.split(",") if t.strip()]
+    if job.topic_pattern:
+        topics = []
+    if dropped and topics:
+        topics.append(dropped)
+    return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=job.topic_pattern,
+                         value_format=ValueFormat(job.value_format or value_format or "json-schemas"),
+                         registry_url=job.registry_url or registry, starting_offsets=job.starting_offsets,
+                         max_offsets_per_trigger=job.max_offsets_per_trigger or None, kafka=kafka,
+                         min_partitions=job.min_partitions)
+
+
+def spark_conf(job: JobRequest) -> dict[str, str]:
+    conf = {"spark.driver.memory": job.driver_memory, "spark.executor.memory": job.executor_memory}
+    if job.spark_ui:
+        conf["spark.ui.enabled"] = "true"
+    return {**conf, **pairs(job.spark_conf, "--spark-conf")}
+
+
+def run_job(job: JobRequest, start: StartQuery) -> int:
+    from bridge.observability import configure_logging
+    from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
+    from bridge.spark.jobs import RunOptions
+    from bridge.spark.progress import ProgressLogger
+    from bridge.spark.session import build_session
+
+    configure_logging()
+    try:
+        source = source_options(job)
+        run = RunOptions(checkpoint=job.checkpoint, name=job.name, trigger_interval=job.trigger_interval,
+                         available_now=job.available_now)
+        master = None if job.master in (None, "", "none") else job.master
+        spark = build_session(master, conf=spark_conf(job))
+    except (SparkJobError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # the JVM did not start (e.g. a heap too small for Spark)
+        fail(start_line(str(error)))
+    watch_jvm(spark)
+    try:
+        progress = ProgressLogger()
+        spark.streams.addListener(progress)
+        query = start(spark, source, run)
+    except (SparkJobError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # py4j: the JVM failed or is gone
+        fail(failure_line(spark, str(error)))
+    signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    except Exception as error:  # the query failed (raised here) or the JVM is gone (py4j)
+        fail(failure_line(spark, str(error)))
+    failure = query.exception()
+    if failure is not None:
+        fail(explain(str(failure)))
+    progress.drain(spark, query)
+    return 0
