@@ -3,9 +3,10 @@ translation, a commit, who owns what, where each group is) and this turns them i
 metrics, readiness, lag and the catch-up progress line. The worker holds no metric logic and
 this module reads nothing by itself.
 
-Readiness is three gates, in this order: the transactional producer is initialised, the worker
+Readiness is four gates, in this order: the transactional producer is initialised, the worker
 has joined the slot group and serves its assignment, Kafka is reachable (told by librdkafka's
-statistics of the producer and the slot consumer, `kafka_health`).
+statistics of the producer and the slot consumer, `kafka_health`), and no owned group is failed
+(the reason lists the failed groups and why).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from bridge.observability.progress import CatchUp, ProgressLine
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
-GATES = ("producer", "group", "kafka")
+GATES = ("producer", "group", "kafka", "groups")
+_LISTED_FAILURES = 5  # in the readiness reason; the log has every one
 _TICK_S = 1.0  # lags, gauges and the progress line: once a second is plenty and costs nothing
 
 
@@ -34,7 +36,7 @@ class WorkerTelemetry:
         self.metrics = Metrics()
         self.metrics.declare_tables(tables)
         self.health = Health(on_ready=lambda ready: self.metrics.ready.set(1 if ready else 0))
-        self._gates = ReadinessGates(self.health, GATES, initially_ok=["kafka"])
+        self._gates = ReadinessGates(self.health, GATES, initially_ok=["kafka", "groups"])
         self.kafka = KafkaConnectivity(on_change=lambda ok, reason: self._gates.set("kafka", ok, reason))
         self._confidence_s = confidence_window_ms / 1000
         self._clock = clock
@@ -102,6 +104,17 @@ class WorkerTelemetry:
 
     def group_failed(self, keyspace: str, table: str) -> None:
         self.metrics.query_failed(keyspace, table, "fatal")
+
+    def failed_groups(self, failures: Mapping[GroupId, str]) -> None:
+        """The owned groups that are failed now, with their reasons (empty: none)."""
+        if not failures:
+            self._gates.set("groups", True, "no failed group")
+            return
+        listed = sorted(failures.items(), key=lambda item: str(item[0]))[:_LISTED_FAILURES]
+        more = len(failures) - len(listed)
+        text = "; ".join(f"{g.keyspace}.{g.table} group {g}: {reason}" for g, reason in listed)
+        self._gates.set("groups", False, f"{len(failures)} failed group(s): {text}"
+                        + (f"; and {more} more" if more > 0 else ""))
 
     # ------------------------------------------------------------------ each loop turn
 

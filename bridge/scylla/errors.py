@@ -131,6 +131,9 @@ _KIND_BY_CLASS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
 )
 
 _MISSING_TABLE_MARKERS = ("unconfigured table", "unconfigured columnfamily", "does not exist")
+# The driver could not decode a value of the answer (a type it reads wrongly or a corrupt cell):
+# reading the same rows again gives the same error, so it is no transient DriverException.
+_DECODE_FAILURE = "failed decoding result column"
 
 
 def classify(error: BaseException) -> ErrorKind:
@@ -142,6 +145,8 @@ def classify(error: BaseException) -> ErrorKind:
         text = str(error).lower()
         if any(marker in text for marker in _MISSING_TABLE_MARKERS):
             return ErrorKind.TABLE_MISSING
+    if isinstance(error, DriverException) and _DECODE_FAILURE in str(error).lower():
+        return ErrorKind.FATAL
     for cls, kind in _KIND_BY_CLASS:
         if isinstance(error, cls):
             return kind

@@ -21,7 +21,8 @@ SCALARS = frozenset(
 
 
 class CqlTypeError(ValueError):
-    """A CQL type text that cannot be parsed or resolved."""
+    """A CQL type text that cannot be parsed or resolved (`table_schema.column_of` makes it a
+    `SchemaError` naming the table and column)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.scylla.errors import SchemaError, TableMissingError
-from bridge.scylla.schema import Column, ColumnKind, CqlType, TableSchema, parse_cql_type, udt
+from bridge.scylla.schema import Column, ColumnKind, CqlType, CqlTypeError, TableSchema, parse_cql_type, udt
 
 _KINDS = {
     "partition_key": ColumnKind.PARTITION_KEY,
@@ -58,11 +58,17 @@ def load_table_schema(session: Any, keyspace: str, table: str) -> TableSchema:
         raise TableMissingError(f"table {keyspace}.{table} does not exist")
     types = load_user_types(session, keyspace)
     rows.sort(key=lambda r: (_KIND_ORDER[r.kind], r.position if _KIND_ORDER[r.kind] < 2 else 0, r.column_name))
-    columns = tuple(
-        Column(r.column_name, parse_cql_type(r.type, types), _KINDS[r.kind], descending=r.clustering_order == "desc")
-        for r in rows
-    )
-    return TableSchema(keyspace, table, columns)
+    return TableSchema(keyspace, table, tuple(column_of(r, types, f"{keyspace}.{table}") for r in rows))
+
+
+def column_of(row: Any, types: dict[str, CqlType], table: str) -> Column:
+    """One `system_schema.columns` row; a type the bridge cannot read is a `SchemaError` naming
+    the table and column (start-up refuses the table; after an ALTER its groups fail visibly)."""
+    try:
+        cql_type = parse_cql_type(row.type, types)
+    except CqlTypeError as error:
+        raise SchemaError(f"{table}: column {row.column_name}: {error}") from None
+    return Column(row.column_name, cql_type, _KINDS[row.kind], descending=row.clustering_order == "desc")
 
 
 class TableSchemas:

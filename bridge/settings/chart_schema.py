@@ -30,7 +30,7 @@ CHART_MANAGED = frozenset({
 })
 # Secrets librdkafka takes inline, for which the chart has no file: refused outright.
 CHART_REFUSED = frozenset({"kafka.ssl.keystore.password", "kafka.ssl.key.pem", "kafka.sasl.oauthbearer.client.secret",
-                           "kafka.ssl_key"})
+                           "kafka.ssl_key", "kafka.sasl.jaas.config", "kafka.sasl.oauthbearer.config"})
 CHART_REQUIRED = ("topic.prefix", "scylla.cluster.ip.addresses", "scylla.table.names", "kafka.bootstrap.servers")
 
 

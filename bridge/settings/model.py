@@ -9,15 +9,18 @@ unwrapped only where a client is built.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
+from bridge.observability.logs import is_secret_key
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
@@ -25,7 +28,8 @@ from bridge.settings.errors import ConfigError
 MASK = "**********"
 # librdkafka settings that hold secrets (passed through under `kafka.`).
 _KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
-                            "sasl.oauthbearer.client.secret", "ssl_key"})
+                            "sasl.oauthbearer.client.secret", "ssl_key", "sasl.jaas.config",
+                            "sasl.oauthbearer.config"})
 
 Millis = Annotated[int, Field(ge=0)]
 
@@ -90,6 +94,12 @@ class BridgeConfig(BaseModel):
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
+    errors_retry_timeout: int = _setting("errors.retry.timeout", -1, "How long a failed group is retried from its "
+                                         "last commit (ms): -1 for ever, 0 never (it stays failed; /readyz "
+                                         "says so).", ge=-1)
+    errors_retry_delay_max_ms: int = _setting("errors.retry.delay.max.ms", 60_000, "Longest wait between two "
+                                              "retries of a failed group (ms); the first waits 1 s, each next "
+                                              "twice as long.", ge=1)
     heartbeat_interval_ms: Millis = _setting("heartbeat.interval.ms", 10_000, "How often positions of groups "
                                              "that only advanced (no records) are committed (ms).")
     key_converter: str = _setting("key.converter", "json", "json or avro (Connect class names accepted).")
@@ -248,7 +258,7 @@ class BridgeConfig(BaseModel):
                     yield f"kafka.{name}", shown, "", "Kafka client setting"
                 continue
             value = getattr(self, field_name)
-            shown = MASK if isinstance(value, SecretStr) else ("" if value is None else setting_text(value))
+            shown = MASK if isinstance(value, SecretStr) else ("" if value is None else masked_url(setting_text(value)))
             default = "" if info.is_required() else setting_text(info.default)
             yield key, shown, default, info.description or ""
 
@@ -261,7 +271,22 @@ def setting_text(value: Any) -> str:
 
 def _is_kafka_secret(name: str) -> bool:
     # `<secret>.file` holds a path, shown as it is.
-    return not name.endswith(".file") and (name in _KAFKA_SECRETS or "password" in name or "secret" in name)
+    return not name.endswith(".file") and (name in _KAFKA_SECRETS or is_secret_key(name))
+
+
+def url_password(text: str) -> str | None:
+    """The password of a URL's user info (`http://user:password@host`), if it has one."""
+    if "://" not in text or "@" not in text:
+        return None
+    with contextlib.suppress(ValueError):
+        return urlsplit(text).password
+    return None
+
+
+def masked_url(text: str) -> str:
+    """`text` with the password of a URL's user info masked; any other text as it is."""
+    password = url_password(text)
+    return text if not password else text.replace(f":{password}@", f":{MASK}@", 1)
 
 
 def _is_secret_file(name: str) -> bool:

@@ -12,6 +12,7 @@ the design and the failure cases; docs/architecture.md follows one log row throu
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -38,7 +39,7 @@ from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
 from bridge.worker.encoding import GroupFailure, RecordEncoder
-from bridge.worker.ownership import GroupBook
+from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 
@@ -54,6 +55,7 @@ class Worker:
         # The clients polled every turn also report whether Kafka is reachable (readiness).
         self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
         self._book = GroupBook(config.name, config.slots_count)
+        self._retry = RetryPolicy(config.errors_retry_timeout / 1000, config.errors_retry_delay_max_ms / 1000)
         self._encoder = RecordEncoder(config.envelope_settings(), TableSchemas(session))
         self._changed = True
         self._fatal: str | None = None
@@ -114,7 +116,7 @@ class Worker:
             self._stale_batch = False
             for event in self._reader.poll(timeout_s=0.02):
                 self._handle(event)
-            if self._changed:
+            if self._changed or self._retry_due():
                 self._start_ready()
             if self._cycle.due():
                 self._commit()
@@ -122,8 +124,13 @@ class Worker:
         return self.shutdown()
 
     def _reading_positions(self) -> dict[GroupId, Position]:
+        """Where the groups this worker owns stand, failed ones included (their lag keeps growing)."""
         view = {**self._committed_view(), **self._cycle.pending}
-        return {group: view[group] for group in self._book.active if group in view}
+        return {group: view[group] for group in (*self._book.active, *self._book.failed) if group in view}
+
+    def _retry_due(self) -> bool:
+        retry_at = self._book.next_retry()
+        return retry_at is not None and retry_at <= time.monotonic()
 
     def shutdown(self) -> int:
         log.info("worker stopping", pending_groups=len(self._cycle.pending))
@@ -162,6 +169,8 @@ class Worker:
         self._book.active.difference_update(groups)
         self._forget(slots)
         self._book.owned -= slots
+        self._book.forget_failures(slots)
+        self._publish_failures()
         log.info("slots revoked", slots=sorted(slots), groups=len(groups))
 
     def _lost(self, slots: set[int]) -> None:
@@ -172,6 +181,8 @@ class Worker:
         self._book.active.difference_update(groups)
         self._forget(slots)
         self._book.owned -= slots
+        self._book.forget_failures(slots)
+        self._publish_failures()
         log.warning("slots lost", slots=sorted(slots), groups=len(groups))
         self._telemetry.group_joined(False, "slots lost: rejoining the group")
         self._restart_from_commit()  # the open transaction may hold their records: abort it
@@ -188,7 +199,8 @@ class Worker:
         assert self._reader is not None
         self._changed = False
         committed = self._committed_view()
-        for group in self._book.to_start(committed):
+        retrying = set(self._book.failed)
+        for group in self._book.to_start(committed, time.monotonic()):
             corrupt = self._offsets.corrupt.get(group)
             if corrupt is not None and group not in self._cycle.committed:
                 self._fail_group(group, corrupt.describe())  # its position is unknown: no start is right
@@ -202,7 +214,10 @@ class Worker:
                 position = Position.at(self._book.groups[group].start_us)
             self._reader.start_group(group, position)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
-                     position=None if position is None else position.to_offsets_value())
+                     position=None if position is None else position.to_offsets_value(),
+                     retry=group in retrying)
+        if retrying:
+            self._publish_failures()
 
     def _committed_view(self) -> dict[GroupId, Position]:
         return {**self._offsets.positions, **self._cycle.committed}
@@ -250,13 +265,19 @@ class Worker:
             self._fatal = f"{event.table}: {event.message}"
 
     def _fail_group(self, group: GroupId, message: str) -> None:
-        """A group that cannot go on stops loudly; its position stays before the bad record."""
+        """A group that cannot go on stops loudly; its position stays before the bad record, and
+        it starts again from there when its retry is due (`errors.retry.*`)."""
         assert self._reader is not None
         self._telemetry.group_failed(group.keyspace, group.table)
         self._reader.stop_group(group)
-        self._book.active.discard(group)
-        self._book.failed.add(group)
-        log.error("group failed", keyspace=group.keyspace, table=group.table, group=str(group), error=message)
+        failed = self._book.fail(group, message, time.monotonic(), self._retry)
+        retry_in = None if failed.retry_at is None else round(failed.retry_at - time.monotonic(), 1)
+        log.error("group failed", keyspace=group.keyspace, table=group.table, group=str(group), error=message,
+                  attempts=failed.attempts, retry_in_s=retry_in)
+        self._publish_failures()
+
+    def _publish_failures(self) -> None:
+        self._telemetry.failed_groups({group: failed.reason for group, failed in self._book.failed.items()})
 
     def _produce(self, event: RecordRead) -> None:
         record = event.record
@@ -283,6 +304,7 @@ class Worker:
             self._transaction_failed(error)
             return
         committed = self._cycle.committed
+        self._book.progressed(done)
         if any(self._book.finished(g, committed) for g in done):
             self._changed = True
         for group in [g for g in self._book.active if self._book.finished(g, committed)]:

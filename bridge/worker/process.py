@@ -25,9 +25,10 @@ from bridge.observability import register_secret
 from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
-from bridge.scylla.errors import TableMissingError
+from bridge.scylla.errors import SchemaError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
+from bridge.settings.model import url_password
 from bridge.worker.loop import Worker
 from bridge.worker.tuning import tune_for_streaming
 
@@ -75,6 +76,8 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
     register_secret(config.scylla_password_value())
     for secret in (config.ssl_truststore_password, config.ssl_keystore_password):
         register_secret(secret.get_secret_value() if secret is not None else None)
+    for url in (config.key_registry_url, config.value_registry_url):
+        register_secret(url_password(url) if url else None)
     for key, value in kafka.items():
         if is_secret_key(key):
             register_secret(value)
@@ -99,7 +102,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         raise StartupError(error.key, error.reason) from None
     except KafkaUnavailableError as error:
         raise StartupError("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}") from None
-    except (TableMissingError, PlanError) as error:  # PlanError: a table the envelope cannot carry (a name clash)
+    except (SchemaError, PlanError) as error:  # a missing table or one whose types cannot be read; a name clash
         raise StartupError("scylla.table.names", str(error)) from None
     except SerializationError as error:  # the registry refused or could not take a table's schemas
         side = "key" if "-key:" in str(error) else "value"

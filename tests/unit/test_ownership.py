@@ -6,7 +6,7 @@ from bridge.kafka.slots import slot_of
 from bridge.scylla.groups import GroupId, StreamGroup, TokenRange
 from bridge.scylla.positions import Position
 from bridge.scylla.stream_id import StreamId
-from bridge.worker.ownership import GroupBook
+from bridge.worker.ownership import GroupBook, RetryPolicy
 
 STREAM = StreamId.from_hex("0x7fffd5c1a93c0000a1b2c3d4e5f60001")
 RANGE = (TokenRange(0, 10),)
@@ -50,3 +50,37 @@ def test_undiscovered_predecessor_does_not_block() -> None:
     unknown = GroupId.vnode("ks", "t", 0, 9)
     new = group(2, 0, frozenset({unknown}))
     assert book_with(new).to_start({}) == [new.id]
+
+
+def test_a_failed_group_waits_for_its_retry_then_starts_again_with_a_growing_wait() -> None:
+    """A failed group is not started until its retry is due; failing again before it committed
+    progress doubles the wait (up to the cap); progress ends the streak."""
+    g = group(1, 0)
+    book = book_with(g)
+    policy = RetryPolicy(timeout_s=-1, delay_max_s=3.0)
+    book.active.add(g.id)
+    first = book.fail(g.id, "registry unreachable", now=100.0, policy=policy)
+    assert (first.attempts, first.retry_at) == (1, 101.0) and g.id not in book.active
+    assert book.to_start({}, now=100.5) == [] and book.next_retry() == 101.0
+    assert book.to_start({}, now=101.0) == [g.id] and g.id not in book.failed and g.id in book.retrying
+    waits = []
+    for now in (200.0, 300.0, 400.0):  # each time restarted, then failing before any progress
+        waits.append(book.fail(g.id, "again", now=now, policy=policy).retry_at)
+        assert book.to_start({}, now=now + 10) == [g.id]
+    assert waits == [202.0, 303.0, 403.0]  # 2 s, 4 s capped at 3 s
+    book.progressed([g.id])
+    assert book.fail(g.id, "new trouble", now=500.0, policy=policy).retry_at == 501.0
+
+
+def test_a_group_failed_past_the_retry_timeout_stays_failed_and_a_revoked_slot_forgets_it() -> None:
+    g = group(1, 0)
+    book = book_with(g)
+    never = RetryPolicy(timeout_s=0, delay_max_s=60.0)
+    assert book.fail(g.id, "bad record", now=10.0, policy=never).retry_at is None
+    assert book.to_start({}, now=1e9) == [] and book.next_retry() is None
+    book.forget_failures(book.owned)
+    assert book.failed == {} and book.to_start({}, now=11.0) == [g.id]
+    bounded = RetryPolicy(timeout_s=5.0, delay_max_s=60.0)
+    book.fail(g.id, "x", now=20.0, policy=bounded)
+    book.to_start({}, now=21.0)
+    assert book.fail(g.id, "x", now=26.0, policy=bounded).retry_at is None  # 6 s since the streak began
