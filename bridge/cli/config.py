@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.cli.arguments import add_config_arguments, config_from_args
+from bridge.observability.logs import mask_text
 from bridge.settings import ConfigError
 from bridge.settings.reference import render_reference, update_reference
 
@@ -60,6 +61,13 @@ def _describe(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if config is None:
+        return 2
+    from bridge.settings.checks import check_as_run_would
+
+    try:
+        check_as_run_would(config)
+    except ConfigError as error:
+        print(mask_text(f"error: {error}"), file=sys.stderr)
         return 2
     print(f"{args.config}: valid ({len(config.tables())} tables, topic prefix {config.topic_prefix})")
     return 0

@@ -29,6 +29,15 @@ class KafkaAccessError(KafkaSettingError):
     """Kafka refused this client for good: `key` is the setting to fix."""
 
 
+def check_client_settings(config: dict[str, str]) -> None:
+    """Build (and drop) a client with these settings without waiting for any broker: librdkafka
+    refuses an unknown property or a bad value here. Raises KafkaAccessError naming it."""
+    try:
+        AdminClient({**with_logger(config), "log_level": 0})
+    except KafkaException as error:
+        raise _bad_setting(error.args[0].str(), config) from None
+
+
 def check_access(config: dict[str, str], timeout_s: float) -> None:
     """Return once a broker answered a metadata request with these settings. Raises KafkaAccessError
     at the first authentication or TLS refusal, KafkaUnavailableError when no broker answered."""

@@ -7,6 +7,7 @@ An unknown key, a missing required key or a bad value raises one `ConfigError` w
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,6 +23,11 @@ from bridge.settings.model import BridgeConfig, setting_text
 
 ENV_PREFIX = "CDC_BRIDGE_"
 KAFKA_PREFIX = "kafka."
+# CDC_BRIDGE_ variables that are not worker settings: the local stack, the emulator, the Spark
+# jobs, tests and benchmarks read them.
+NOT_SETTINGS = ("CDC_BRIDGE_STACK_", "CDC_BRIDGE_SIM_", "CDC_BRIDGE_SPARK_", "CDC_BRIDGE_IVY_",
+                "CDC_BRIDGE_CHAOS_", "CDC_BRIDGE_DEPLOY_", "CDC_BRIDGE_FAULTS_", "CDC_BRIDGE_BENCH_",
+                "CDC_BRIDGE_TEST_")
 
 def _aliases() -> dict[str, str]:
     return {(info.alias or name): name for name, info in BridgeConfig.model_fields.items()}
@@ -30,9 +36,15 @@ def _aliases() -> dict[str, str]:
 def read_file(path: Path) -> dict[str, str]:
     """Flat `key -> text` from a `.properties` or YAML file (nested YAML maps join with dots)."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as error:
         raise ConfigError("--config", f"cannot read {path}: {error.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a leading byte-order mark is no part of the first key
+    except UnicodeDecodeError:
+        # Java reads .properties files as ISO-8859-1 (other characters as \uXXXX escapes, which
+        # javaproperties decodes): a file written that way is read as Kafka Connect reads it.
+        text = raw.decode("latin-1")
     if path.suffix in (".yaml", ".yml"):
         try:
             loaded = yaml.safe_load(text) or {}
@@ -64,6 +76,12 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
             found[by_env[variable]] = value
         elif variable.startswith(ENV_PREFIX + "KAFKA_"):
             found["kafka." + variable[len(ENV_PREFIX) + 6:].lower().replace("_", ".")] = value
+        elif variable.startswith(ENV_PREFIX) and not variable.startswith(NOT_SETTINGS):
+            # A typo would otherwise be ignored and the file's (or the default) value used.
+            close = difflib.get_close_matches(variable, by_env, n=1)
+            hint = (f": did you mean {close[0]} ({by_env[close[0]]})?" if close
+                    else " (see `cdc-bridge config reference`)")
+            raise ConfigError(variable, f"unknown setting in the environment{hint}")
     return found
 
 
@@ -91,7 +109,8 @@ def build_config(properties: Mapping[str, str]) -> BridgeConfig:
     values["kafka.*"] = kafka
     try:
         config = BridgeConfig.model_validate(values)
-        config.tables()
+        if not config.tables():
+            raise ValueError(f"{config.table_names!r} names no keyspace.table")
         config.scylla_contact_points()
     except ValidationError as error:
         first = error.errors()[0]
@@ -108,7 +127,20 @@ def build_config(properties: Mapping[str, str]) -> BridgeConfig:
         key, _, reason = str(error).partition(": ")
         raise ConfigError(key, reason) from None
     _check_credentials(config)
+    _check_tls(config)
     return config
+
+
+def _check_tls(config: BridgeConfig) -> None:
+    if config.ssl_enabled:
+        return
+    files = {"scylla.ssl.truststore.path": config.ssl_truststore_path, "scylla.ssl.keystore.path":
+             config.ssl_keystore_path, "scylla.ssl.openssl.keyCertChain": config.ssl_cert_chain,
+             "scylla.ssl.openssl.privateKey": config.ssl_private_key}
+    given = [key for key, value in files.items() if value is not None]
+    if given:
+        raise ConfigError("scylla.ssl.enabled", f"false, but {given[0]} is set: set scylla.ssl.enabled=true to "
+                                                "use TLS, or remove the TLS files")
 
 
 def _check_credentials(config: BridgeConfig) -> None:

@@ -81,8 +81,9 @@ class BridgeConfig(BaseModel):
     consistency_level: str = _setting("scylla.consistency.level", "QUORUM", "Consistency level of log reads.")
     query_time_window_size: Millis = _setting("scylla.query.time.window.size", 30_000,
                                               "First window size of a group that is behind (ms).")
-    confidence_window_size: Millis = _setting("scylla.confidence.window.size", 30_000,
-                                              "Never read log rows newer than now minus this (ms).")
+    confidence_window_size: int = _setting("scylla.confidence.window.size", 30_000,
+                                           "Never read log rows newer than now minus this (ms); at least 1: "
+                                           "writes reach the log up to their client timestamp late.", ge=1)
     minimal_wait_for_window_time: Millis = _setting("scylla.minimal.wait.for.window.time", 0,
                                                     "Least pause between two windows of one group (ms).")
     initial_lookback_ms: Millis = _setting("scylla.initial.lookback.ms", 0, "Without saved offsets start at "
