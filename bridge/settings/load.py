@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from bridge.envelope.errors import SettingsError
 from bridge.settings.errors import ConfigError
+from bridge.settings.jaas import librdkafka_settings
 from bridge.settings.model import BridgeConfig, setting_text
 
 ENV_PREFIX = "CDC_BRIDGE_"
@@ -128,7 +129,17 @@ def build_config(properties: Mapping[str, str]) -> BridgeConfig:
         raise ConfigError(key, reason) from None
     _check_credentials(config)
     _check_tls(config)
+    _check_jaas(config)
     return config
+
+
+def _check_jaas(config: BridgeConfig) -> None:
+    jaas = config.kafka.get("sasl.jaas.config")
+    if jaas is not None:
+        try:
+            librdkafka_settings(jaas.get_secret_value())
+        except ValueError as error:
+            raise ConfigError("kafka.sasl.jaas.config", str(error)) from None
 
 
 def _check_tls(config: BridgeConfig) -> None:

@@ -24,6 +24,7 @@ from bridge.observability.logs import is_secret_key
 from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
+from bridge.settings.jaas import librdkafka_settings
 
 MASK = "**********"
 # librdkafka settings that hold secrets (passed through under `kafka.`).
@@ -215,10 +216,17 @@ class BridgeConfig(BaseModel):
 
     def kafka_client_config(self) -> dict[str, str]:
         """librdkafka settings, secrets unwrapped: `kafka.<secret>.file` (e.g. `kafka.sasl.password.file`,
-        a Kubernetes Secret mounted as a file) is read here into `<secret>`."""
+        a Kubernetes Secret mounted as a file) is read here into `<secret>`, and Kafka Connect's
+        `kafka.sasl.jaas.config` becomes librdkafka's SASL settings (`jaas.py`)."""
         config = {key: value.get_secret_value() for key, value in self.kafka.items()}
         for name in [key for key in config if _is_secret_file(key)]:
             config[name.removesuffix(".file")] = _read_secret(f"kafka.{name}", Path(config.pop(name)))
+        if "sasl.jaas.config" in config:  # Kafka Connect's form; settings given directly win
+            try:
+                translated = librdkafka_settings(config.pop("sasl.jaas.config"))
+            except ValueError as error:
+                raise ConfigError("kafka.sasl.jaas.config", str(error)) from None
+            config = translated | config
         return config
 
     def reader_settings(self) -> ReaderSettings:

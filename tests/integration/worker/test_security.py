@@ -24,7 +24,7 @@ from bridge.sim import Emulator
 from bridge.stack.certs import new_ca
 from bridge.stack.layout import Endpoints, StackLayout, port_offset
 from bridge.stack.manager import StackManager
-from bridge.stack.secure import KAFKA_PLAIN_USER, SecureMaterial
+from bridge.stack.secure import KAFKA_PLAIN_USER, KAFKA_SCRAM_USER, SecureMaterial
 from tests.integration.worker.harness import (
     CLI,
     WorkerProcess,
@@ -124,7 +124,7 @@ def client_keystore(material: SecureMaterial, folder: Path, password: str) -> Pa
     return store
 
 
-@pytest.mark.parametrize("mode", ["scram", "plain", "tls"])
+@pytest.mark.parametrize("mode", ["scram", "plain", "tls", "jaas"])
 def test_worker_carries_changes_through_each_kafka_security_mode(
     mode: str, secure_stack: StackManager, material: SecureMaterial, secure_emulator: Emulator,
     secrets: list[str], tmp_path: Path, workers: Callable[..., WorkerProcess], monkeypatch: pytest.MonkeyPatch,
@@ -132,7 +132,8 @@ def test_worker_carries_changes_through_each_kafka_security_mode(
     """scram: Kafka password from a file, CQL password from the environment, PEM CA and client
     certificate. plain: Kafka password from the environment, CQL password from a file, a keytool
     PKCS#12 truststore and a PKCS#12 client keystore (passwords in the config). tls: Kafka client
-    certificate, CQL password in the config file."""
+    certificate, CQL password in the config file. jaas: Kafka Connect's form,
+    `kafka.sasl.jaas.config` with the SCRAM login module (librdkafka has no such setting)."""
     endpoints = secure_stack.endpoints
     table = make_table(secure_emulator, f"orders_{mode}")
     name = f"sec-{mode}"
@@ -153,6 +154,12 @@ def test_worker_carries_changes_through_each_kafka_security_mode(
                       "scylla.ssl.keystore.password": store_password})
         del props["scylla.ssl.openssl.keyCertChain"], props["scylla.ssl.openssl.privateKey"]
         monkeypatch.setenv("CDC_BRIDGE_KAFKA_SASL_PASSWORD", material.password("kafka-plain"))
+    elif mode == "jaas":
+        del props["kafka.sasl.username"], props["kafka.sasl.password.file"]
+        scram_password = material.password("kafka-scram")
+        props["kafka.sasl.jaas.config"] = ("org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                           f'username="{KAFKA_SCRAM_USER}" password="{scram_password}";')
+        props["scylla.password"] = cql_password
     else:
         for key in ("kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password.file"):
             del props[key]
