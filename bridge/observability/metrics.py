@@ -73,6 +73,9 @@ class Metrics:
             "cdc_bridge_offsets_records_corrupt", "Unreadable records read from the offsets topic, by kind: key "
             "(no connector's key: ignored), group_key (names this connector but no group), value (a group's "
             "position): the last two fail start-up or the group.", ["kind"], registry=r)
+        self.changes_failed_total = Counter(
+            "cdc_bridge_changes_failed", "Changes the bridge could not translate or serialize, by what was done: "
+            "passed (warn or skip) or failed (the group stops and is retried).", [*table, "action"], registry=r)
         self._produced: dict[tuple[str, str, str], Counter] = {}
         self._rows: dict[tuple[str, str], Counter] = {}
         self._lag_keys: set[GroupKey] = set()
@@ -89,6 +92,8 @@ class Metrics:
             for kind in QUERY_ERROR_KINDS:
                 self.query_errors_total.labels(keyspace, table, kind)
             self.possible_gaps_total.labels(keyspace, table)
+            for action in ("passed", "failed"):
+                self.changes_failed_total.labels(keyspace, table, action)
             self.window_read_seconds.labels(keyspace, table)
         for reason in ABORT_REASONS:
             self.transactions_aborted_total.labels(reason)
@@ -115,6 +120,9 @@ class Metrics:
 
     def offsets_record_corrupt(self, kind: str) -> None:
         self.offsets_records_corrupt_total.labels(kind).inc()
+
+    def change_failed(self, keyspace: str, table: str, action: str) -> None:
+        self.changes_failed_total.labels(keyspace, table, action).inc()
 
     def possible_gap(self, keyspace: str, table: str) -> None:
         self.possible_gaps_total.labels(keyspace, table).inc()

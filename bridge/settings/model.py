@@ -96,6 +96,12 @@ class BridgeConfig(BaseModel):
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
+    failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
+                                          "cannot translate or serialize: fail (its group stops and is retried, "
+                                          "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
+                                          "letter topic when one is set).")
+    dead_letter_topic: str | None = _setting("errors.deadletterqueue.topic.name", None, "Topic for the changes "
+                                             "warn or skip passes (as read, with the reason and position).")
     errors_retry_timeout: int = _setting("errors.retry.timeout", -1, "How long a failed group is retried from its "
                                          "last commit (ms): -1 for ever, 0 never (it stays failed; /readyz "
                                          "says so).", ge=-1)
@@ -153,6 +159,13 @@ class BridgeConfig(BaseModel):
         if value.upper() not in CONSISTENCY_LEVELS:
             raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
         return value.upper()
+
+    @field_validator("failure_handling_mode")
+    @classmethod
+    def _failure_mode(cls, value: str) -> str:
+        if value.lower() not in ("fail", "warn", "skip"):
+            raise ValueError("must be one of fail, warn, skip")
+        return value.lower()
 
     @field_validator("ssl_provider")
     @classmethod

@@ -27,7 +27,14 @@ SerializedRecord = tuple[str, bytes | None, bytes | None]  # topic, key, value (
 
 
 class GroupFailure(Exception):
-    """The group cannot go on past this record; the message names the table and the position."""
+    """The group cannot go on past this record; the message names the table and the position.
+    `record_error`: the record itself cannot be carried (a translation or a value the serializer
+    cannot write), so `event.processing.failure.handling.mode` may skip it; otherwise the cause
+    is outside the record (the registry, the schema) and the group is retried."""
+
+    def __init__(self, message: str, *, record_error: bool) -> None:
+        super().__init__(message)
+        self.record_error = record_error
 
 
 class RecordEncoder:
@@ -44,14 +51,20 @@ class RecordEncoder:
 
     def encode(self, record: ChangeRecord) -> tuple[Translation, list[SerializedRecord]]:
         """The record's translation (for the metrics) and its serialized Kafka records, in order."""
+        where = f"{record.keyspace}.{record.table}, cdc$time {record.time}"
         try:
             try:
                 translation = self._translator.translate(record, self._schemas.get(record.keyspace, record.table))
             except UnknownColumnError:  # written after an ALTER TABLE ... ADD: translate with the new schema
                 translation = self._translator.translate(record, self._schemas.reload(record.keyspace, record.table))
-            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
-        except (TranslationError, SchemaError) as error:  # their messages name the table and position
-            raise GroupFailure(str(error)) from error
+        except TranslationError as error:  # its message names the table and position
+            raise GroupFailure(str(error), record_error=True) from error
+        except SchemaError as error:
+            raise GroupFailure(str(error), record_error=False) from error
         except EnvelopeError as error:  # e.g. the registry refused a new schema after an ALTER TABLE
-            raise GroupFailure(f"{record.keyspace}.{record.table}, cdc$time {record.time}: {error}") from error
+            raise GroupFailure(f"{where}: {error}", record_error=False) from error
+        try:
+            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
+        except EnvelopeError as error:  # a value this record carries that the format cannot write
+            raise GroupFailure(f"{where}: {error}", record_error=True) from error
         return translation, records

@@ -38,6 +38,7 @@ from bridge.scylla.positions import Position
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
+from bridge.worker.dead_letters import dead_letter
 from bridge.worker.encoding import GroupFailure, RecordEncoder
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
@@ -284,7 +285,11 @@ class Worker:
         try:
             translation, records = self._encoder.encode(record)
         except GroupFailure as failure:
-            self._fail_group(event.group, str(failure))
+            if failure.record_error and self.config.failure_handling_mode != "fail":
+                self._pass_failed(event, str(failure))
+            else:
+                self._telemetry.metrics.change_failed(record.keyspace, record.table, "failed")
+                self._fail_group(event.group, str(failure))
             return
         try:
             self._cycle.stage(records, event.group, event.position)
@@ -293,6 +298,21 @@ class Worker:
             return
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
+
+    def _pass_failed(self, event: RecordRead, reason: str) -> None:
+        """warn / skip: go on past a change that cannot be carried, leaving a trace of it."""
+        record = event.record
+        say = log.warning if self.config.failure_handling_mode == "warn" else log.info
+        say("change passed: it cannot be carried", keyspace=record.keyspace, table=record.table,
+            group=str(event.group), position=event.position.to_offsets_value(), error=reason,
+            dead_letter_topic=self.config.dead_letter_topic)
+        self._telemetry.metrics.change_failed(record.keyspace, record.table, "passed")
+        letters = ([] if self.config.dead_letter_topic is None
+                   else [dead_letter(self.config.dead_letter_topic, record, event.position, reason)])
+        try:
+            self._cycle.stage(letters, event.group, event.position)
+        except TransactionAbortedError as error:
+            self._transaction_failed(error)
 
     # ------------------------------------------------------------------ transactions
 

@@ -88,6 +88,8 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count)]
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
+    if config.dead_letter_topic:
+        topics.append(data_topic(config.dead_letter_topic))
     try:
         # Before any other client: a refused password or certificate ends start-up in one line.
         check_access(kafka, KAFKA_TIMEOUT_S)

@@ -13,7 +13,7 @@ topic's view until the slot leaves the worker.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ class TransactionCycle:
     def queue_length(self) -> int:
         return 0 if self._producer is None else self._producer.queue_length()
 
-    def stage(self, records: list[SerializedRecord], group: GroupId, position: Position) -> None:
+    def stage(self, records: Sequence[SerializedRecord], group: GroupId, position: Position) -> None:
         """Produce one change's records into the open transaction; `position` (just after the
         change) is committed with them. Raises `TransactionAbortedError`."""
         producer = self._producer

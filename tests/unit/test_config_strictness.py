@@ -63,3 +63,9 @@ def test_config_check_is_as_strict_as_run(tmp_path: Path) -> None:
     assert missing.stderr.startswith("error: kafka.sasl.password.file: cannot read "), missing.stderr
     fine = _check(tmp_path / "c.properties", "kafka.linger.ms=5")
     assert fine.returncode == 0, fine.stderr
+
+
+def test_the_failure_handling_mode_is_one_of_debeziums() -> None:
+    assert _refused(with_(event__processing__failure__handling__mode="ignore")) == (
+        "event.processing.failure.handling.mode: must be one of fail, warn, skip")
+    assert build_config(with_(event__processing__failure__handling__mode="WARN")).failure_handling_mode == "warn"
