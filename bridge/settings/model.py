@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
@@ -96,6 +96,10 @@ class BridgeConfig(BaseModel):
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
+    offsets_expired_mode: str = _setting("scylla.offsets.expired.mode", "fail", "A saved position older than the "
+                                         "log's TTL (rows may have expired unread): fail (the group stops, "
+                                         "visible in /readyz, like Debezium refusing a gap) or resume (stream on "
+                                         "from it, the gap logged and counted).")
     failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
                                           "cannot translate or serialize: fail (its group stops and is retried, "
                                           "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
@@ -160,11 +164,12 @@ class BridgeConfig(BaseModel):
             raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
         return value.upper()
 
-    @field_validator("failure_handling_mode")
+    @field_validator("failure_handling_mode", "offsets_expired_mode")
     @classmethod
-    def _failure_mode(cls, value: str) -> str:
-        if value.lower() not in ("fail", "warn", "skip"):
-            raise ValueError("must be one of fail, warn, skip")
+    def _mode(cls, value: str, info: ValidationInfo) -> str:
+        allowed = ("fail", "warn", "skip") if info.field_name == "failure_handling_mode" else ("fail", "resume")
+        if value.lower() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
         return value.lower()
 
     @field_validator("ssl_provider")

@@ -256,7 +256,12 @@ class Worker:
         if isinstance(event, PossibleGap):
             self._telemetry.possible_gap(event.group.keyspace, event.group.table)
             log.error("possible gap: saved position older than the log TTL", keyspace=event.group.keyspace,
-                      table=event.group.table, group=str(event.group), oldest_us=event.oldest_us)
+                      table=event.group.table, group=str(event.group), oldest_us=event.oldest_us,
+                      mode=self.config.offsets_expired_mode)
+            if self.config.offsets_expired_mode == "fail" and event.group in self._book.active:
+                self._fail_group(event.group, "its saved position is older than the log's TTL: changes may have "
+                                 "expired unread (scylla.offsets.expired.mode=resume streams on from it; "
+                                 "cdc-bridge offsets reset starts it afresh)")
         elif isinstance(event, GroupRetrying):
             log.warning("group retrying", keyspace=event.group.keyspace, table=event.group.table,
                         group=str(event.group), error=event.error, delay_ms=round(event.delay_ms))
