@@ -61,6 +61,19 @@ def load_table_schema(session: Any, keyspace: str, table: str) -> TableSchema:
     return TableSchema(keyspace, table, tuple(column_of(r, types, f"{keyspace}.{table}") for r in rows))
 
 
+def require_cdc_log(session: Any, keyspace: str, table: str) -> None:
+    """The table's CDC log exists (CDC is on), or a `SchemaError` that says how to turn it on:
+    reading a table without one would only wait for a log that never comes."""
+    log_table = f"{table}_scylla_cdc_log"
+    rows = list(session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, log_table),
+    ))
+    if not rows:
+        raise SchemaError(f"table {keyspace}.{table} has no CDC log ({keyspace}.{log_table}): turn CDC on with "
+                          f"ALTER TABLE {keyspace}.{table} WITH cdc = {{'enabled': true}}")
+
+
 def column_of(row: Any, types: dict[str, CqlType], table: str) -> Column:
     """One `system_schema.columns` row; a type the bridge cannot read is a `SchemaError` naming
     the table and column (start-up refuses the table; after an ALTER its groups fail visibly)."""
@@ -82,6 +95,9 @@ class TableSchemas:
     def get(self, keyspace: str, table: str) -> TableSchema:
         schema = self._schemas.get((keyspace, table))
         return schema if schema is not None else self.reload(keyspace, table)
+
+    def require_cdc_log(self, keyspace: str, table: str) -> None:
+        require_cdc_log(self._session, keyspace, table)
 
     def reload(self, keyspace: str, table: str) -> TableSchema:
         schema = load_table_schema(self._session, keyspace, table)

@@ -45,9 +45,10 @@ class RecordEncoder:
         self._translator = Translator(settings, on_new_plan=self._serializer.prepare)
 
     def plan_table(self, keyspace: str, table: str) -> None:
-        """Build the table's plan now: a missing table, or a schema the registry refuses, stops
-        start-up instead of a group later."""
+        """Build the table's plan now: a missing table, a table without CDC, or a schema the
+        registry refuses stops start-up instead of a group later."""
         self._translator.plan(self._schemas.get(keyspace, table))
+        self._schemas.require_cdc_log(keyspace, table)
 
     def encode(self, record: ChangeRecord) -> tuple[Translation, list[SerializedRecord]]:
         """The record's translation (for the metrics) and its serialized Kafka records, in order."""

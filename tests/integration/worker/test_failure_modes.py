@@ -1,4 +1,4 @@
-"""A change the bridge cannot translate, by `event.processing.failure.handling.mode`: `fail` (the
+"""A table without CDC is refused at start; a change the bridge cannot translate, by `event.processing.failure.handling.mode`: `fail` (the
 default) stops its group visibly, `warn` passes it to the dead-letter topic with the reason and
 goes on. The untranslatable changes are real log rows: the log table carries a column its base
 table lacks (added to the log table behind the emulator's back), which no schema reload explains."""
@@ -6,12 +6,15 @@ table lacks (added to the log table behind the emulator's back), which no schema
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
+    CLI,
     WorkerProcess,
     free_port,
     http_get,
@@ -63,3 +66,20 @@ def test_fail_stops_the_group_visibly(
     wait_for(lambda: http_get(port, "/readyz")[0] == 503, 60, "/readyz to report the failed group")
     reason = http_get(port, "/readyz")[1]
     assert table in reason and "junk" in reason, reason
+
+
+def test_a_table_without_cdc_is_refused_at_start_in_one_line(
+    emulator: Emulator, keyspace: str, config_for: Callable[..., Path],
+) -> None:
+    """On ffd4452 the worker waited 60 s for a log table that never comes."""
+    emulator.execute(f"CREATE TABLE {keyspace}.plain (id int PRIMARY KEY, item text)")
+    config = config_for([f"{keyspace}.plain"])
+    started = time.monotonic()
+    result = subprocess.run([*CLI, "run", "--config", str(config)], capture_output=True, text=True, timeout=90,
+                            check=False)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert errors == [f"error: scylla.table.names: table {keyspace}.plain has no CDC log "
+                      f"({keyspace}.plain_scylla_cdc_log): turn CDC on with ALTER TABLE {keyspace}.plain WITH "
+                      "cdc = {'enabled': true}"], result.stderr
