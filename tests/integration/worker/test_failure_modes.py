@@ -1,7 +1,8 @@
-"""A table without CDC is refused at start; a change the bridge cannot translate, by `event.processing.failure.handling.mode`: `fail` (the
-default) stops its group visibly, `warn` passes it to the dead-letter topic with the reason and
-goes on. The untranslatable changes are real log rows: the log table carries a column its base
-table lacks (added to the log table behind the emulator's back), which no schema reload explains."""
+"""A table without CDC is refused at start; a change the bridge cannot translate, by
+`event.processing.failure.handling.mode`: `fail` (the default) stops its group visibly, `warn`
+passes it to the dead-letter topic with the reason and goes on. The untranslatable changes are
+real log rows: the log table carries a column its base table lacks (added to the log table
+behind the emulator's back), which no schema reload explains."""
 
 from __future__ import annotations
 
