@@ -105,6 +105,13 @@ class WorkerTelemetry:
     def group_failed(self, keyspace: str, table: str) -> None:
         self.metrics.query_failed(keyspace, table, "fatal")
 
+    def offsets_record_corrupt(self, kind: str) -> None:
+        self.metrics.offsets_record_corrupt(kind)
+
+    def change_failed(self, keyspace: str, table: str, action: str) -> None:
+        """A change that could not be carried: `failed` (its group stops) or `passed` (warn/skip)."""
+        self.metrics.change_failed(keyspace, table, action)
+
     def failed_groups(self, failures: Mapping[GroupId, str]) -> None:
         """The owned groups that are failed now, with their reasons (empty: none)."""
         if not failures:

@@ -63,7 +63,7 @@ class Worker:
         self._stale_batch = False
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
-                                     on_corrupt=lambda record: telemetry.metrics.offsets_record_corrupt(record.kind))
+                                     on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
         self._keeper = ProducerKeeper(self._watched_kafka, f"{config.name}-{instance or uuid.uuid4().hex[:12]}",
                                       instance, telemetry)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
@@ -293,7 +293,7 @@ class Worker:
             if failure.record_error and self.config.failure_handling_mode != "fail":
                 self._pass_failed(event, str(failure))
             else:
-                self._telemetry.metrics.change_failed(record.keyspace, record.table, "failed")
+                self._telemetry.change_failed(record.keyspace, record.table, "failed")
                 self._fail_group(event.group, str(failure))
             return
         try:
@@ -311,7 +311,7 @@ class Worker:
         say("change passed: it cannot be carried", keyspace=record.keyspace, table=record.table,
             group=str(event.group), position=event.position.to_offsets_value(), error=reason,
             dead_letter_topic=self.config.dead_letter_topic)
-        self._telemetry.metrics.change_failed(record.keyspace, record.table, "passed")
+        self._telemetry.change_failed(record.keyspace, record.table, "passed")
         letters = ([] if self.config.dead_letter_topic is None
                    else [dead_letter(self.config.dead_letter_topic, record, event.position, reason)])
         try:
