@@ -13,9 +13,12 @@ its jar is not on Maven Central, and pyspark 4.3 is outside delta-spark's `pyspa
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,16 @@ def ivy_dir() -> Path:
     return Path(os.environ.get("CDC_BRIDGE_IVY_DIR") or Path.home() / ".ivy2")
 
 
+@contextlib.contextmanager
+def _ivy_lock() -> Iterator[None]:
+    """Hold while a session resolves its packages: Ivy does not lock its cache, and two processes
+    resolving into it at once (a demo beside a test run) corrupt it (truncated descriptors)."""
+    ivy_dir().mkdir(parents=True, exist_ok=True)
+    with open(ivy_dir() / ".cdc-bridge.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def fetch_packages() -> bool:
     """Resolve the packages into the Ivy cache by starting (and stopping) a local session, unless
     a stamp says this set was fetched before; returns whether it fetched."""
@@ -92,6 +105,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
             builder = builder.config(key, value)
     for key, value in {**_SQL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _ivy_lock() if master is not None else contextlib.nullcontext():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
     return session
