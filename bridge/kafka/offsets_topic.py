@@ -221,8 +221,11 @@ class OffsetsTopic:
 
 
 def _electing(error: KafkaException) -> bool:
+    """A leader being elected, or metadata not yet refreshed after it (`_UNKNOWN_PARTITION`: seen
+    after an outage and when two workers start on a fresh cluster)."""
     return bool(error.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT))
+                                         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT,
+                                         KafkaError._UNKNOWN_PARTITION))
 
 
 def _behind(position: int, low: int, high: int) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from bridge.kafka.errors import ProducerFencedError, TransactionAbortedError
+from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
 from bridge.observability.telemetry import WorkerTelemetry
@@ -61,6 +61,9 @@ class Worker:
         self._changed = True
         self._fatal: str | None = None
         self._stale_batch = False
+        self._unsettled: set[int] = set()  # slots assigned whose positions are not read to the end yet
+        self._reload_due = False  # a commit's outcome unknown: positions to be read again
+        self._settle_after = 0.0
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
                                      on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
@@ -117,7 +120,7 @@ class Worker:
             self._stale_batch = False
             for event in self._reader.poll(timeout_s=0.02):
                 self._handle(event)
-            if self._changed or self._retry_due():
+            if (self._changed or self._retry_due()) and self._settle():
                 self._start_ready()
             if self._cycle.due():
                 self._commit()
@@ -155,9 +158,8 @@ class Worker:
         self._telemetry.group_joined(True)
         if not slots:
             return
-        self._offsets.catch_up(timeout_s=60)  # waits out the previous owner's open transaction
-        self._forget(slots)  # the offsets topic, just read to its end, knows these slots best
         self._book.owned |= slots
+        self._unsettled |= slots  # their groups start once the offsets topic is read to its end
         self._changed = True
         log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
 
@@ -170,6 +172,7 @@ class Worker:
         self._book.active.difference_update(groups)
         self._forget(slots)
         self._book.owned -= slots
+        self._unsettled -= slots
         self._book.forget_failures(slots)
         self._publish_failures()
         log.info("slots revoked", slots=sorted(slots), groups=len(groups))
@@ -182,11 +185,32 @@ class Worker:
         self._book.active.difference_update(groups)
         self._forget(slots)
         self._book.owned -= slots
+        self._unsettled -= slots
         self._book.forget_failures(slots)
         self._publish_failures()
         log.warning("slots lost", slots=sorted(slots), groups=len(groups))
         self._telemetry.group_joined(False, "slots lost: rejoining the group")
         self._restart_from_commit()  # the open transaction may hold their records: abort it
+
+    def _settle(self) -> bool:
+        """Whether groups may start: the offsets topic read to its end since slots were assigned
+        or a commit's outcome was lost (that waits out a previous owner's open transaction).
+        Kafka out of reach here is retried on later turns, the slot group kept alive meanwhile;
+        on ffd4452 it raised from the assignment callback and ended the worker."""
+        if not self._unsettled and not self._reload_due:
+            return True
+        if time.monotonic() < self._settle_after:
+            return False
+        try:
+            self._offsets.catch_up(timeout_s=10)
+        except KafkaUnavailableError as error:
+            log.warning("offsets topic not read to its end; groups wait", error=str(error))
+            self._settle_after = time.monotonic() + 1.0
+            return False
+        self._forget(self._unsettled)  # the offsets topic, just read to its end, knows these slots best
+        self._unsettled.clear()
+        self._reload_due = False
+        return True
 
     def _forget(self, slots: set[int]) -> None:
         """Drop what this worker remembers of the slots' positions: once a slot leaves us, only
@@ -356,7 +380,7 @@ class Worker:
             reload = True
         if reload:
             self._cycle.committed.clear()
-            self._offsets.catch_up(timeout_s=60)
+            self._reload_due = True  # `_settle` reads the offsets topic to its end first
         self._stale_batch = True
         groups = sorted(self._book.active, key=str)
         self._stop_groups(groups)

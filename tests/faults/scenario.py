@@ -1,0 +1,53 @@
+"""What every scenario does around its fault: start both workers (`WA`, `WB`) on their proxied
+links, and end with the exactly-once check: every change once, per key in order, read_committed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tests.faults.lab import WORKERS, FaultLab
+from tests.integration.worker.chaos import Workload
+from tests.integration.worker.harness import WorkerProcess, free_port, http_get, wait_for
+
+
+@dataclass
+class RunningWorker:
+    process: WorkerProcess
+    port: int  # its metrics and probes
+
+    def readiness(self) -> tuple[int, str]:
+        return http_get(self.port, "/readyz")
+
+    def alive(self) -> bool:
+        return self.process.process.poll() is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        return "\n".join(self.process.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def start_both(start: Callable[..., WorkerProcess], name: str, tables: list[str],
+               **settings: object) -> dict[str, RunningWorker]:
+    running = {}
+    for worker in WORKERS:
+        port = free_port()
+        running[worker] = RunningWorker(start(worker, name, tables, metrics__port=port, **settings), port)
+    wait_until_ready(running, 120)
+    return running
+
+
+def wait_until_ready(running: dict[str, RunningWorker], timeout_s: float) -> None:
+    def ready() -> bool:
+        for worker, process in running.items():
+            assert process.alive(), f"worker {worker} exited:\n{process.log_tail()}"
+        return all(process.readiness()[0] == 200 for process in running.values())
+
+    wait_for(ready, timeout_s, "both workers to be ready")
+
+
+def check_exactly_once(lab: FaultLab, workload: Workload, name: str, running: dict[str, RunningWorker]) -> None:
+    for keyspace, table in workload.tables:
+        messages = lab.read(f"{name}.{keyspace}.{table}", workload.expected_events())
+        workload.check((keyspace, table), messages)
+    for worker, process in running.items():
+        assert process.alive(), f"worker {worker} exited instead of riding out the fault:\n{process.log_tail()}"
