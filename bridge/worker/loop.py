@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -49,9 +50,10 @@ log = structlog.get_logger(__name__)
 
 class Worker:
     def __init__(self, config: BridgeConfig, session: Any, kafka_config: dict[str, str],
-                 telemetry: WorkerTelemetry) -> None:
+                 telemetry: WorkerTelemetry, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self._session = session
+        self._clock = clock  # the cluster's: the confidence window is measured in its time
         self._telemetry = telemetry
         # The clients polled every turn also report whether Kafka is reachable (readiness).
         self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
@@ -86,7 +88,7 @@ class Worker:
         self._offsets.catch_up(timeout_s=60)
         self._offsets.refuse_corrupt()  # a group whose position is unreadable has no right start
         self._cycle.start()
-        self._reader = SourceReader(self._session, self.config.reader_settings(),
+        self._reader = SourceReader(self._session, self.config.reader_settings(), clock=self._clock,
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
             self._reader.watch_table(keyspace, table, self._oldest_saved_us(keyspace, table))

@@ -25,6 +25,7 @@ from bridge.observability import register_secret
 from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
+from bridge.scylla.cluster_clock import ClusterClock
 from bridge.scylla.errors import SchemaError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
@@ -57,17 +58,21 @@ def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
         raise StartupError(error.key, error.reason) from None
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
+    clock = ClusterClock(session)
+    clock.start()
     try:
         telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
-                                    metrics_host=config.metrics_bind_address)
+                                    clock=clock, metrics_host=config.metrics_bind_address)
     except OSError as error:
+        clock.close()
         cluster.shutdown()
         raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
                                            f"{error.strerror or error}") from None
     try:
-        return _serve(config, session, kafka, telemetry)
+        return _serve(config, session, kafka, telemetry, clock)
     finally:
         telemetry.close()
+        clock.close()
         cluster.shutdown()
 
 
@@ -83,7 +88,8 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
             register_secret(value)
 
 
-def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry) -> int:
+def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry,
+           clock: ClusterClock) -> int:
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count)]
@@ -98,7 +104,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
-        worker = Worker(config, session, kafka, telemetry)
+        worker = Worker(config, session, kafka, telemetry, clock)
         worker.start()
     except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets
         raise StartupError(error.key, error.reason) from None

@@ -4,6 +4,7 @@ runs them."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -48,14 +49,16 @@ def emulator(stack: Endpoints) -> Iterator[Emulator]:
 
 @pytest.fixture
 def lab_workers(healthy_lab: FaultLab, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """start(worker, name, tables, **settings): a `cdc-bridge run` on `worker`'s links; every one
-    started is killed (by pid) after the test."""
+    """start(worker, name, tables, **settings): a `cdc-bridge run` on `worker`'s links (with a wall
+    clock `clock_skew_s` off, if given); every one started is killed (by pid) after the test."""
     started: list[WorkerProcess] = []
 
-    def start(worker: str, name: str, tables: list[str], **settings: object) -> WorkerProcess:
+    def start(worker: str, name: str, tables: list[str], clock_skew_s: float = 0.0,
+              **settings: object) -> WorkerProcess:
         config = write_properties(tmp_path / f"{worker}.properties",
                                   healthy_lab.properties(worker, name, tables, **settings))
-        process = start_worker(config, tmp_path, worker)
+        launcher = [sys.executable, str(Path(__file__).parent / "skewed_clock.py"), str(clock_skew_s)]
+        process = start_worker(config, tmp_path, worker, launcher=launcher if clock_skew_s else None)
         started.append(process)
         return process
 

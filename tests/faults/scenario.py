@@ -27,11 +27,13 @@ class RunningWorker:
 
 
 def start_both(start: Callable[..., WorkerProcess], name: str, tables: list[str],
-               **settings: object) -> dict[str, RunningWorker]:
+               each: Callable[[str], dict[str, object]] = lambda _: {}, **settings: object) -> dict[str, RunningWorker]:
+    """Both workers with `settings`, and `each(worker)`'s own (its registry URL, say)."""
     running = {}
     for worker in WORKERS:
         port = free_port()
-        running[worker] = RunningWorker(start(worker, name, tables, metrics__port=port, **settings), port)
+        process = start(worker, name, tables, metrics__port=port, **settings, **each(worker))
+        running[worker] = RunningWorker(process, port)
     wait_until_ready(running, 120)
     return running
 

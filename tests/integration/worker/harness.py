@@ -84,10 +84,12 @@ class WorkerProcess:
         self.process.wait(10)
 
 
-def start_worker(config: Path, log_dir: Path, label: str, *extra_args: str) -> WorkerProcess:
+def start_worker(config: Path, log_dir: Path, label: str, *extra_args: str,
+                 launcher: list[str] | None = None) -> WorkerProcess:
+    """`cdc-bridge run` (or `launcher` standing for `cdc-bridge`) logging into `log_dir`."""
     log_path = log_dir / f"{label}-{uuid.uuid4().hex[:6]}.log"
     with log_path.open("wb") as out:
-        process = subprocess.Popen([*CLI, "run", "--config", str(config), *extra_args], stdout=out,
+        process = subprocess.Popen([*(launcher or CLI), "run", "--config", str(config), *extra_args], stdout=out,
                                    stderr=subprocess.STDOUT)
     return WorkerProcess(process, log_path)
 
