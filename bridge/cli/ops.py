@@ -23,6 +23,7 @@ from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.offsets import encode_key, encode_value
 from bridge.kafka.offsets_topic import CorruptRecord, OffsetsTopic
 from bridge.kafka.slots import slot_of
+from bridge.kafka.status_topic import read_statuses
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 from bridge.settings import BridgeConfig
@@ -101,6 +102,11 @@ def _positions(config: BridgeConfig) -> dict[GroupId, Position]:
 
 def _members(config: BridgeConfig) -> dict[int, str]:
     """slot -> owner (instance id, or client id and host)."""
+    return _slot_group(config)[0]
+
+
+def _slot_group(config: BridgeConfig) -> tuple[dict[int, str], set[str]]:
+    """(slot -> owner (instance id, or client id and host), the member ids of the slot group)."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(with_logger(config.kafka_client_config()))
@@ -114,11 +120,11 @@ def _members(config: BridgeConfig) -> dict[int, str]:
         who = member.group_instance_id or f"{member.client_id}@{member.host}"
         for tp in member.assignment.topic_partitions:
             owners[tp.partition] = who
-    return owners
+    return owners, {member.member_id for member in description.members}
 
 
 def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
-    (before, corrupt), owners = _read_offsets(config), _members(config)
+    (before, corrupt), (owners, members) = _read_offsets(config), _slot_group(config)
     taken = time.time()
     after = before
     if args.sample_s > 0:
@@ -139,6 +145,10 @@ def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
         print(f"table {table}: {catch_up_text(then.get(table), lag_s, now - taken, config.heartbeat_interval_ms)}")
     for record in corrupt:
         print(f"corrupt: {record.describe()}")
+    for status in read_statuses(config.kafka_client_config(), config.status_topic, TIMEOUT_S):
+        if status.member_id in members:  # a record of a worker no longer in the group is stale
+            for failed, reason in sorted(status.failed.items()):
+                print(f"failed: {failed} on {status.worker}: {reason}")
     return 0
 
 

@@ -126,6 +126,10 @@ class SlotMembership:
         """What every transaction commits for the group: proof of the owned slots' generation."""
         return [TopicPartition(self.topic, slot, 0) for slot in sorted(self.owned)]
 
+    def member_id(self) -> str | None:
+        """This worker's member id in the slot group (None before it joined)."""
+        return str(self._consumer.memberid() or "") or None
+
     def group_metadata(self) -> Any:
         return self._consumer.consumer_group_metadata()
 

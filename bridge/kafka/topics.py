@@ -119,6 +119,10 @@ def offsets_topic(name: str, partitions: int, replication_factor: int) -> NewTop
                     config={"cleanup.policy": "compact"})
 
 
+def status_topic(name: str) -> NewTopic:
+    return NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+
+
 def slots_topic(name: str, slots: int) -> NewTopic:
     return NewTopic(name, num_partitions=slots, replication_factor=-1)
 

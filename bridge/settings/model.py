@@ -133,6 +133,9 @@ class BridgeConfig(BaseModel):
                                               "topic.", ge=1)
     offset_storage_replication_factor: int = _setting("offset.storage.replication.factor", -1,
                                                       "Replication of a new offsets topic; -1: broker default.")
+    status_storage_topic: str | None = _setting("status.storage.topic", None, "Compacted topic where each worker "
+                                                "lists its failed groups (for cdc-bridge status); default "
+                                                "<name>-status.")
     slots_topic: str | None = _setting("slots.topic", None, "Topic whose partitions are the slots; default "
                                        "<name>-slots.")
     slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
@@ -201,6 +204,10 @@ class BridgeConfig(BaseModel):
     @property
     def offsets_topic(self) -> str:
         return self.offset_storage_topic or f"{self.name}-offsets"
+
+    @property
+    def status_topic(self) -> str:
+        return self.status_storage_topic or f"{self.name}-status"
 
     @property
     def slots_topic_name(self) -> str:

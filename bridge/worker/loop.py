@@ -22,6 +22,7 @@ import structlog
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
+from bridge.kafka.status_topic import StatusWriter
 from bridge.observability.telemetry import WorkerTelemetry
 from bridge.scylla.events import (
     GroupDiscovered,
@@ -69,8 +70,9 @@ class Worker:
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
                                      on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
-        self._keeper = ProducerKeeper(self._watched_kafka, f"{config.name}-{instance or uuid.uuid4().hex[:12]}",
-                                      instance, telemetry)
+        worker_id = f"{config.name}-{instance or uuid.uuid4().hex[:12]}"
+        self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
+        self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
@@ -147,6 +149,7 @@ class Worker:
             self._reader.close()
         self._cycle.close()
         self._offsets.close()
+        self._status.close()
         fatal = self._fatal or self._keeper.fatal
         if fatal is not None:
             log.error("worker failed", error=fatal)
@@ -161,6 +164,7 @@ class Worker:
         if not slots:
             return
         self._book.owned |= slots
+        self._publish_failures()  # under the member id this assignment came with
         self._unsettled |= slots  # their groups start once the offsets topic is read to its end
         self._changed = True
         log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
@@ -309,7 +313,11 @@ class Worker:
         self._publish_failures()
 
     def _publish_failures(self) -> None:
-        self._telemetry.failed_groups({group: failed.reason for group, failed in self._book.failed.items()})
+        failures = {group: failed.reason for group, failed in self._book.failed.items()}
+        self._telemetry.failed_groups(failures)
+        member_id = self._membership.member_id() if self._membership is not None else None
+        if member_id:  # `cdc-bridge status` lists them while this member is in the slot group
+            self._status.publish(member_id, failures)
 
     def _produce(self, event: RecordRead) -> None:
         record = event.record

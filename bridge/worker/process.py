@@ -20,7 +20,14 @@ from bridge.envelope.errors import PlanError, SerializationError
 from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
-from bridge.kafka.topics import check_worker_topics, data_topic, ensure_topics, offsets_topic, slots_topic
+from bridge.kafka.topics import (
+    check_worker_topics,
+    data_topic,
+    ensure_topics,
+    offsets_topic,
+    slots_topic,
+    status_topic,
+)
 from bridge.observability import register_secret
 from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
@@ -92,7 +99,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
            clock: ClusterClock) -> int:
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
-              slots_topic(config.slots_topic_name, config.slots_count)]
+              slots_topic(config.slots_topic_name, config.slots_count), status_topic(config.status_topic)]
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
     if config.dead_letter_topic:
         topics.append(data_topic(config.dead_letter_topic))

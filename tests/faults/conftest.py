@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # its four servers stop when the fault tier ends, not with the session
 def lab(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultLab]:
     lab = FaultLab.start(stack, tmp_path_factory.mktemp("fault-lab"))
     try:

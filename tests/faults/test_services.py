@@ -4,14 +4,16 @@ group fails visibly, is retried, and recovers with nothing lost or doubled)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.faults.scenario import check_exactly_once, start_both, wait_until_ready
 from tests.integration.worker.chaos import Workload
-from tests.integration.worker.harness import WorkerProcess, wait_for
+from tests.integration.worker.harness import CLI, WorkerProcess, wait_for
 
 
 def test_cassandra_out_of_reach_then_slow(
@@ -36,8 +38,16 @@ def test_cassandra_out_of_reach_then_slow(
     check_exactly_once(healthy_lab, workload, keyspace, running)
 
 
+def _status(config: Path) -> list[str]:
+    done = subprocess.run([*CLI, "status", "--config", str(config), "--sample-s", "0"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
 def test_registry_out_of_reach_across_an_alter_fails_the_group_visibly_then_it_recovers(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
+    tmp_path: Path,
 ) -> None:
     table = f"{keyspace}.orders"
     emulator.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, item text) WITH cdc = {{'enabled': true}}")
@@ -64,9 +74,13 @@ def test_registry_out_of_reach_across_an_alter_fails_the_group_visibly_then_it_r
         return any(status == 503 and "failed group" in body and table in body for status, body in answers)
 
     wait_for(failed_group_reported, 60, "/readyz to name the failed group")
+    listed = _status(tmp_path / "WA.properties")
+    assert any(line.startswith("failed: ") and table in line for line in listed), listed
     for worker in WORKERS:
         healthy_lab.registry[worker].enable()
     wait_until_ready(running, 90)
+    wait_for(lambda: not any(line.startswith("failed: ") for line in _status(tmp_path / "WA.properties")), 30,
+             "cdc-bridge status to stop listing the recovered group")
     messages = healthy_lab.read(topic, expected=220, timeout_s=90)
     assert len(messages) == 220, f"{len(messages)} records, wanted 220"
     assert len({key for key, _ in messages}) == 220  # every change once: 220 distinct keys, nothing doubled
