@@ -121,6 +121,20 @@ class BridgeConfig(BaseModel):
     key_registry_url: str | None = _setting("key.converter.schema.registry.url", None, "Registry for Avro keys.")
     value_registry_url: str | None = _setting("value.converter.schema.registry.url", None,
                                               "Registry for Avro values.")
+    key_registry_user_info: SecretStr | None = _setting("key.converter.basic.auth.user.info", None,
+                                                        "user:password for the key registry (secret).")
+    key_registry_auth_source: str = _setting("key.converter.basic.auth.credentials.source", "URL",
+                                             "Registry basic-auth credentials from the URL (user:password@) or "
+                                             "USER_INFO (key.converter.basic.auth.user.info).")
+    key_registry_ca: Path | None = _setting("key.converter.schema.registry.ssl.truststore.location", None,
+                                            "PEM CA bundle the key registry's HTTPS certificate chains to "
+                                            "(default: the system's).")
+    value_registry_user_info: SecretStr | None = _setting("value.converter.basic.auth.user.info", None,
+                                                          "user:password for the value registry (secret).")
+    value_registry_auth_source: str = _setting("value.converter.basic.auth.credentials.source", "URL",
+                                               "As key.converter.basic.auth.credentials.source, for values.")
+    value_registry_ca: Path | None = _setting("value.converter.schema.registry.ssl.truststore.location", None,
+                                              "PEM CA bundle the value registry's HTTPS certificate chains to.")
     dropped_changes_topic: str | None = _setting("dropped.changes.topic", None,
                                                  "Side topic for range and clustered partition deletes.")
     schema_name_adjustment_mode: str = _setting("schema.name.adjustment.mode", "avro", "Struct names: none, "
@@ -191,6 +205,39 @@ class BridgeConfig(BaseModel):
     @classmethod
     def _adjustment(cls, value: str) -> str:
         return name_adjustment(value).value
+
+    @field_validator("key_registry_auth_source", "value_registry_auth_source")
+    @classmethod
+    def _auth_source(cls, value: str, info: ValidationInfo) -> str:
+        if value.upper() not in ("URL", "USER_INFO"):
+            raise ValueError("must be URL or USER_INFO (SASL_INHERIT is not supported)")
+        side = (info.field_name or "").split("_")[0]
+        if value.upper() == "USER_INFO" and info.data.get(f"{side}_registry_user_info") is None:
+            raise ValueError(f"is USER_INFO, but {side}.converter.basic.auth.user.info (user:password) is not set")
+        if value.upper() == "USER_INFO" and url_password(info.data.get(f"{side}_registry_url") or ""):
+            raise ValueError(f"is USER_INFO, but {side}.converter.schema.registry.url has credentials too: keep one")
+        return value.upper()
+
+    @field_validator("key_registry_user_info", "value_registry_user_info")
+    @classmethod
+    def _user_info(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and ":" not in value.get_secret_value():
+            raise ValueError("must be user:password")
+        return value
+
+    @field_validator("key_registry_ca", "value_registry_ca")
+    @classmethod
+    def _pem_bundle(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        try:
+            head = value.read_bytes()[:4096]
+        except OSError as error:
+            raise ValueError(f"{value}: {error.strerror or error}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in head:
+            raise ValueError(f"{value} is not a PEM CA bundle (a JKS or PKCS#12 truststore converts with "
+                             f"`openssl pkcs12 -in {value.name} -nokeys -out ca.pem`)")
+        return value
 
     @field_validator("kafka")
     @classmethod
@@ -264,6 +311,19 @@ class BridgeConfig(BaseModel):
             vnodes_metadata_keyspace=self.vnodes_metadata_keyspace,
             tablets_metadata_keyspace=self.tablets_metadata_keyspace,
         )
+
+    def registry_client_config(self, url: str) -> dict[str, str]:
+        """The schema registry client's settings (auth, CA) for the side whose URL is `url`."""
+        key_side = url == self.key_registry_url
+        source = self.key_registry_auth_source if key_side else self.value_registry_auth_source
+        user_info = self.key_registry_user_info if key_side else self.value_registry_user_info
+        ca = self.key_registry_ca if key_side else self.value_registry_ca
+        config = {}
+        if source == "USER_INFO" and user_info is not None:  # the validator made sure it is there
+            config["basic.auth.user.info"] = user_info.get_secret_value()
+        if ca is not None:
+            config["ssl.ca.location"] = str(ca)
+        return config
 
     def envelope_settings(self) -> EnvelopeSettings:
         return EnvelopeSettings(

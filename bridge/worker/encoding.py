@@ -8,6 +8,8 @@ translated again with the table's schema read anew. A record that cannot be carr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bridge.envelope import (
     EnvelopeError,
     RecordSerializer,
@@ -38,9 +40,12 @@ class GroupFailure(Exception):
 
 
 class RecordEncoder:
-    def __init__(self, settings: EnvelopeSettings, schemas: TableSchemas) -> None:
+    def __init__(self, settings: EnvelopeSettings, schemas: TableSchemas,
+                 registry_config: Callable[[str], dict[str, str]] = lambda _: {}) -> None:
+        """`registry_config(url)`: the registry client's settings (auth, CA) for that URL."""
         self._schemas = schemas
-        self._serializer: RecordSerializer = build_record_serializer(settings, registry_client)
+        self._serializer: RecordSerializer = build_record_serializer(
+            settings, lambda url: registry_client(url, **registry_config(url)))
         # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
         self._translator = Translator(settings, on_new_plan=self._serializer.prepare)
 

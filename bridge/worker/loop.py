@@ -60,7 +60,7 @@ class Worker:
         self._watched_kafka = {**kafka_config, **telemetry.kafka_client_settings()}
         self._book = GroupBook(config.name, config.slots_count)
         self._retry = RetryPolicy(config.errors_retry_timeout / 1000, config.errors_retry_delay_max_ms / 1000)
-        self._encoder = RecordEncoder(config.envelope_settings(), TableSchemas(session))
+        self._encoder = RecordEncoder(config.envelope_settings(), TableSchemas(session), config.registry_client_config)
         self._changed = True
         self._fatal: str | None = None
         self._stale_batch = False

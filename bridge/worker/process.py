@@ -90,6 +90,8 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
         register_secret(secret.get_secret_value() if secret is not None else None)
     for url in (config.key_registry_url, config.value_registry_url):
         register_secret(url_password(url) if url else None)
+    for user_info in (config.key_registry_user_info, config.value_registry_user_info):
+        register_secret(user_info.get_secret_value().split(":", 1)[1] if user_info is not None else None)
     for key, value in kafka.items():
         if is_secret_key(key):
             register_secret(value)

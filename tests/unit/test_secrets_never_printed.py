@@ -21,6 +21,7 @@ MARKERS = {
     "kafka.ssl.key.password": "M8-key-password",
     "value.converter.schema.registry.url": "http://reg:M9-registry-password@registry:8081",
     "key.converter.schema.registry.url": "https://reg:M10-registry-password@registry:8081/apis/ccompat/v7",
+    "value.converter.basic.auth.user.info": "reg:M11-registry-user-info",
 }
 
 
