@@ -50,7 +50,7 @@ class StackManager:
     """`secure`: True for the secured variant (made once per state folder, which then stays
     secured), None to take whatever the state folder was set up as. `spark_cluster`: also the
     Spark standalone master and workers (bridge/stack/spark_cluster.py); without it they are
-    still shown and stopped while they run."""
+    still shown and stopped while one of them runs."""
 
     def __init__(self, layout: StackLayout, endpoints: Endpoints, say: Callable[[str], None] = print,
                  secure: bool | None = None, spark_cluster: bool = False) -> None:
@@ -60,7 +60,9 @@ class StackManager:
         self.secure = _secure_material(layout, endpoints, secure)
         self.services = all_services(layout, endpoints, self.secure)
         spark = spark_cluster_services(layout, endpoints)
-        if spark_cluster or any(PidFile(s.pid_path).read() is not None for s in spark):
+        # A cluster whose processes are gone (pid files left by a crash) is not shown as down:
+        # `scripts/test` would start what `stack status` lists as not ready.
+        if spark_cluster or any(self.pid_of(s) is not None for s in spark):
             self.services += spark
 
     @classmethod

@@ -3,6 +3,9 @@ from the stack's offset and apart from every other service's, and its daemons' c
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from bridge.stack.layout import Endpoints, StackLayout
@@ -17,13 +20,20 @@ def _manager(tmp_path: Path, **kwargs: bool) -> StackManager:
 
 
 def test_the_cluster_is_opt_in_and_shown_while_it_runs(tmp_path: Path) -> None:
-    """The default stack does not grow; a cluster with pid files is still listed (status, down)."""
+    """The default stack does not grow; a running cluster is still listed (status, down)."""
     assert [s.name for s in _manager(tmp_path).services] == ["kafka", "cassandra", "apicurio"]
     assert [s.name for s in _manager(tmp_path, spark_cluster=True).services][3:] == list(SPARK_CLUSTER)
     master = _manager(tmp_path, spark_cluster=True).service("spark-master")
     master.home.mkdir(parents=True)
-    PidFile(master.pid_path).write(1)
-    assert [s.name for s in _manager(tmp_path).services][3:] == list(SPARK_CLUSTER)
+    PidFile(master.pid_path).write(os.getpid())  # alive, but not a master: a pid file left by a crash
+    assert [s.name for s in _manager(tmp_path).services] == ["kafka", "cassandra", "apicurio"]
+    looks_like_one = [sys.executable, "-c", "import time; time.sleep(30)", master.main_marker]
+    with subprocess.Popen(looks_like_one) as process:
+        try:
+            PidFile(master.pid_path).write(process.pid)
+            assert [s.name for s in _manager(tmp_path).services][3:] == list(SPARK_CLUSTER)
+        finally:
+            process.kill()
 
 
 def test_ports_follow_the_offset_and_collide_with_no_other_service(tmp_path: Path) -> None:
