@@ -8,8 +8,9 @@ from typing import Any
 
 from bridge.stack.manager import StackManager
 from bridge.stack.process import StackError
+from bridge.stack.spark_cluster import SPARK_CLUSTER
 
-SERVICES = ("kafka", "cassandra", "apicurio")
+SERVICES = ("kafka", "cassandra", "apicurio", *SPARK_CLUSTER)
 
 
 def _only(args: argparse.Namespace) -> list[str] | None:
@@ -20,8 +21,10 @@ def _only(args: argparse.Namespace) -> list[str] | None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    manager = StackManager.default(secure=True if args.secure else None)
-    manager.up(only=_only(args))
+    only = _only(args)
+    cluster = args.spark_cluster or bool(only and set(only) & set(SPARK_CLUSTER))
+    manager = StackManager.default(secure=True if args.secure else None, spark_cluster=cluster)
+    manager.up(only=only)
     if manager.secure is not None:
         print(f"secured: CA, client certificate and passwords in {manager.secure.folder}; worker settings in "
               f"{manager.secure.worker_properties_path}")
@@ -38,7 +41,7 @@ def _status(args: argparse.Namespace) -> int:
     statuses = StackManager.default().status()
     for status in statuses:
         pid = f"pid {status.pid}" if status.pid else "-"
-        line = f"{status.name:<10} {status.state:<9} {pid:<11} {status.endpoint}"
+        line = f"{status.name:<14} {status.state:<9} {pid:<11} {status.endpoint}"
         print(line + (f"  ({status.detail})" if status.detail else ""))
     return 0 if all(s.state == "ready" for s in statuses) else 1
 
@@ -59,7 +62,8 @@ def register(commands: Any) -> None:
         "stack", help="run the local Kafka + Cassandra + schema registry stack",
         description="Real Apache Kafka (KRaft), Apache Cassandra 5.0 and Apicurio Registry, fetched from "
                     "Maven Central and run as local processes. State lives in .stack/ (or $CDC_BRIDGE_STACK_DIR); "
-                    "$CDC_BRIDGE_STACK_PORT_OFFSET shifts every port.",
+                    "$CDC_BRIDGE_STACK_PORT_OFFSET shifts every port. --spark-cluster adds a Spark standalone "
+                    "master and two workers run from the installed pyspark's jars.",
     )
     actions = stack.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, handler, text in (
@@ -70,12 +74,15 @@ def register(commands: Any) -> None:
         sub = actions.add_parser(name, help=text, description=text)
         if name != "status":
             sub.add_argument("service", nargs="*", metavar="SERVICE",
-                             help=f"only these services, of {', '.join(SERVICES)} (default: all)")
+                             help=f"only these services, of {', '.join(SERVICES)} (default: all but the Spark cluster)")
         if name == "up":
             sub.add_argument("--secure", action="store_true",
                              help="the secured variant: Kafka SASL_SSL (SCRAM-SHA-512, PLAIN) and TLS with client "
                                   "certificates, Cassandra with passwords and TLS; certificates made at set-up. "
                                   "Fixed per state folder")
+            sub.add_argument("--spark-cluster", action="store_true",
+                             help="also a Spark standalone master and two workers (1 core, 1g each) from the "
+                                  "installed pyspark, for spark-submit --master spark://... (docs/spark.md)")
         else:
             sub.set_defaults(service=None)
         sub.set_defaults(handler=_guarded(handler))

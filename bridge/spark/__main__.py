@@ -1,5 +1,6 @@
 """`python -m bridge.spark flatten|mirror ...`, and the file spark-submit runs on a cluster
-(`spark-submit --packages "$(cdc-bridge spark packages)" <this file> mirror ...`)."""
+(`spark-submit --master spark://... --packages "$(cdc-bridge spark packages)" --conf
+spark.pyspark.python=... <this file> mirror ...`: docs/spark.md, "On a standalone cluster")."""
 
 from __future__ import annotations
 

@@ -124,6 +124,7 @@ def spark_conf(job: JobRequest) -> dict[str, str]:
 
 def run_job(job: JobRequest, start: StartQuery) -> int:
     from bridge.observability import configure_logging
+    from bridge.spark.executors import check_executor_python
     from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
     from bridge.spark.jobs import RunOptions
     from bridge.spark.progress import ProgressLogger
@@ -143,6 +144,7 @@ def run_job(job: JobRequest, start: StartQuery) -> int:
         fail(start_line(str(error)))
     watch_jvm(spark)
     try:
+        check_executor_python(spark)
         progress = ProgressLogger()
         spark.streams.addListener(progress)
         query = start(spark, source, run)

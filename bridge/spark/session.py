@@ -4,7 +4,9 @@ Spark resolves `spark.jars.packages` itself (Ivy) and keeps the jars in its Ivy 
 first start downloads about 200 MB and later starts are offline. The cache is `~/.ivy2` unless
 `CDC_BRIDGE_IVY_DIR` names another folder. On a cluster (`spark-submit`) the session already
 exists and only the SQL settings below are applied; give the packages to `spark-submit
---packages` (`cdc-bridge spark packages` prints them).
+--packages` (`cdc-bridge spark packages` prints them) with `--conf spark.jars.ivy=` that cache
+(spark-submit's own default is `~/.ivy2.5.2`), and the executors' Python with
+`spark.pyspark.python` (docs/spark.md, "On a standalone cluster").
 
 Versions: pyspark 4.2.0 with delta-spark 4.4.0, whose jar is `io.delta:delta-spark_4.2_2.13`
 (Delta names its artifacts after the Spark line since 4.1). delta-spark 4.4.1 exists on PyPI but
@@ -65,7 +67,7 @@ def ivy_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _ivy_lock() -> Iterator[None]:
+def ivy_lock() -> Iterator[None]:
     """Hold while a session resolves its packages: Ivy does not lock its cache, and two processes
     resolving into it at once (a demo beside a test run) corrupt it (truncated descriptors)."""
     ivy_dir().mkdir(parents=True, exist_ok=True)
@@ -105,7 +107,7 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
             builder = builder.config(key, value)
     for key, value in {**_SQL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    with _ivy_lock() if master is not None else contextlib.nullcontext():
+    with ivy_lock() if master is not None else contextlib.nullcontext():
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
     return session

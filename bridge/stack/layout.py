@@ -26,6 +26,12 @@ class Endpoints:
     cassandra_port: int = 9042
     cassandra_storage_port: int = 7000
     registry_port: int = 8080
+    # the optional Spark standalone cluster (bridge/stack/spark_cluster.py); worker N listens on
+    # spark_worker_port + N - 1 and serves its UI on spark_worker_ui_port + N - 1
+    spark_master_port: int = 7077
+    spark_master_ui_port: int = 8090
+    spark_worker_port: int = 7078
+    spark_worker_ui_port: int = 8091
     host: str = "127.0.0.1"
 
     @classmethod
@@ -41,6 +47,10 @@ class Endpoints:
             cassandra_port=self.cassandra_port + offset,
             cassandra_storage_port=self.cassandra_storage_port + offset,
             registry_port=self.registry_port + offset,
+            spark_master_port=self.spark_master_port + offset,
+            spark_master_ui_port=self.spark_master_ui_port + offset,
+            spark_worker_port=self.spark_worker_port + offset,
+            spark_worker_ui_port=self.spark_worker_ui_port + offset,
             host=self.host,
         )
 
@@ -51,6 +61,10 @@ class Endpoints:
     @property
     def cassandra_host(self) -> str:
         return self.host
+
+    @property
+    def spark_master_url(self) -> str:
+        return f"spark://{self.host}:{self.spark_master_port}"
 
     @property
     def schema_registry_url(self) -> str:

@@ -23,6 +23,7 @@ from bridge.stack.process import (
 )
 from bridge.stack.secure import SecureMaterial
 from bridge.stack.services import Service, all_services
+from bridge.stack.spark_cluster import spark_cluster_services
 
 READY_TIMEOUT_S = 240.0
 
@@ -47,19 +48,26 @@ def check_java() -> None:
 
 class StackManager:
     """`secure`: True for the secured variant (made once per state folder, which then stays
-    secured), None to take whatever the state folder was set up as."""
+    secured), None to take whatever the state folder was set up as. `spark_cluster`: also the
+    Spark standalone master and workers (bridge/stack/spark_cluster.py); without it they are
+    still shown and stopped while one of them runs."""
 
     def __init__(self, layout: StackLayout, endpoints: Endpoints, say: Callable[[str], None] = print,
-                 secure: bool | None = None) -> None:
+                 secure: bool | None = None, spark_cluster: bool = False) -> None:
         self.layout = layout
         self.endpoints = endpoints
         self.say = say
         self.secure = _secure_material(layout, endpoints, secure)
         self.services = all_services(layout, endpoints, self.secure)
+        spark = spark_cluster_services(layout, endpoints)
+        # A cluster whose processes are gone (pid files left by a crash) is not shown as down:
+        # `scripts/test` would start what `stack status` lists as not ready.
+        if spark_cluster or any(self.pid_of(s) is not None for s in spark):
+            self.services += spark
 
     @classmethod
-    def default(cls, secure: bool | None = None) -> StackManager:
-        return cls(StackLayout.default(), Endpoints.from_env(), secure=secure)
+    def default(cls, secure: bool | None = None, spark_cluster: bool = False) -> StackManager:
+        return cls(StackLayout.default(), Endpoints.from_env(), secure=secure, spark_cluster=spark_cluster)
 
     def service(self, name: str) -> Service:
         for service in self.services:
@@ -123,7 +131,7 @@ class StackManager:
                 self.say(f"{service.name}: fetched from Maven Central into {service.home / 'lib'}")
             service.prepare()
         for service in to_start:
-            pid = spawn(service.command(), cwd=service.home, log_path=service.log_path)
+            pid = spawn(service.command(), cwd=service.home, log_path=service.log_path, env=service.environment())
             PidFile(service.pid_path).write(pid)
             self.say(f"{service.name}: started (pid {pid}), log {service.log_path}")
         self._wait_ready(services)

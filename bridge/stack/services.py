@@ -94,6 +94,10 @@ class Service(ABC):
     @abstractmethod
     def command(self) -> list[str]: ...
 
+    def environment(self) -> dict[str, str]:
+        """Environment variables the process gets beside ours."""
+        return {}
+
     @abstractmethod
     def ready(self) -> bool:
         """True once the service accepts real client requests."""

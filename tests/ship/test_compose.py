@@ -20,8 +20,9 @@ from bridge.settings import BridgeConfig, load_config
 from tests.ship.tools import COMPOSE_GO, REPO, go_module
 
 COMPOSE = REPO / "docker-compose.yml"
-CORE = {"scylla", "scylla-init", "kafka", "bridge"}
-OPTIONAL = {"spark": "spark", "registry": "registry", "prometheus": "monitoring"}
+SPARK_JOBS = {"spark-flatten": "flatten", "spark-mirror": "mirror"}
+CORE = {"scylla", "scylla-init", "kafka", "bridge", *SPARK_JOBS}  # `docker compose up`: the whole pipeline
+OPTIONAL = {"registry": "registry", "prometheus": "monitoring"}
 
 
 def _dotenv() -> dict[str, str]:
@@ -192,21 +193,45 @@ def test_optional_services_sit_behind_profiles(services: dict[str, Any]) -> None
         assert "profiles" not in services[name], f"{name} must start with a plain `docker compose up`"
     for name, profile in OPTIONAL.items():
         assert services[name]["profiles"] == [profile]
-    assert services["spark"]["build"]["target"] == "spark"
 
 
-def test_spark_job_runs_a_real_cdc_bridge_spark_command(services: dict[str, Any]) -> None:
-    """The service's command parses with the real CLI; its files are where the command says."""
+@pytest.mark.parametrize(("service", "job"), SPARK_JOBS.items())
+def test_spark_jobs_run_real_cdc_bridge_spark_commands(services: dict[str, Any], service: str, job: str) -> None:
+    """Each job's command parses with the real CLI (docs/spark.md's command); its files are where
+    the command says, in the spark image, with the bridge's own settings and converter."""
     from bridge.cli import build_parser
 
-    spark = services["spark"]
+    spark = services[service]
+    assert spark["build"]["target"] == "spark" and spark["image"].startswith("scylla-cdc-bridge-spark:")
     args = build_parser().parse_args(spark["command"])
-    assert (args.command, args.spark_command) == ("spark", "mirror")
+    assert (args.command, args.spark_command) == ("spark", job)
+    assert args.master == "local[2]", "compose runs each job in local mode in its container"
     mounts = {v.split(":")[1]: v.split(":")[0] for v in spark["volumes"]}
     assert mounts[str(args.config)] == "./deploy/compose/bridge.properties"
-    assert args.checkpoint.startswith("/data/") and args.delta.startswith("/data/") and mounts["/data"] == "spark-data"
-    converter = "CDC_BRIDGE_VALUE_CONVERTER"
-    assert spark["environment"][converter] == services["bridge"]["environment"][converter]
+    assert args.checkpoint == f"/data/checkpoints/{job}" and mounts["/data"] == "spark-data"
+    for converter in ("CDC_BRIDGE_VALUE_CONVERTER", "CDC_BRIDGE_KEY_CONVERTER"):
+        assert spark["environment"][converter] == services["bridge"]["environment"][converter]
+    assert spark["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert spark["restart"] == "unless-stopped"
+    if job == "mirror":
+        assert args.delta.startswith("/data/")
+    else:
+        assert args.output_topic == "{topic}.flat"
+        assert "delete.tombstone.handling.mode=rewrite" in args.option
+
+
+def test_spark_jobs_keep_apart_and_read_the_bridges_topics(services: dict[str, Any]) -> None:
+    """Their own checkpoints (one checkpoint belongs to one job), and the topics the worker writes."""
+    from bridge.cli import build_parser
+    from bridge.spark.runner import JobRequest, source_options
+
+    parsed = [build_parser().parse_args(services[name]["command"]) for name in SPARK_JOBS]
+    assert len({args.checkpoint for args in parsed}) == len(parsed)
+    config = _bridge_config(services)
+    files = {v.split(":")[1]: REPO / v.split(":")[0] for v in services["spark-mirror"]["volumes"] if ":" in v}
+    source = source_options(JobRequest(checkpoint="/c", config=files["/etc/cdc-bridge/worker.properties"]))
+    assert set(source.topics) == {f"{config.topic_prefix}.{ks}.{table}" for ks, table in config.tables()}
+    assert source.bootstrap_servers == "kafka:19092"
 
 
 def test_prometheus_scrapes_every_bridge_replica(services: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """The Spark tier: one local[2] SparkSession for the whole test session (its start, with the
-Kafka and Delta packages from the Ivy cache, takes the longest), plus the emulator."""
+Kafka and Delta packages from the Ivy cache, takes the longest), the emulator, and the stack's
+Spark standalone cluster for the tests that ask for it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
+from bridge.stack.manager import StackManager
+from bridge.stack.spark_cluster import SPARK_CLUSTER
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +32,16 @@ def spark(stack: Endpoints) -> Iterator[Any]:
 def emulator(stack: Endpoints) -> Iterator[Emulator]:
     with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
         yield emu
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(stack: Endpoints) -> Iterator[str]:
+    """The master URL of the stack's Spark standalone cluster (a master and two 1-core workers);
+    started here (and stopped after the session) if it is not up."""
+    manager = StackManager.default(spark_cluster=True)
+    started = manager.up(quiet=True, only=SPARK_CLUSTER)
+    try:
+        yield manager.endpoints.spark_master_url
+    finally:
+        if started:
+            manager.down(only=started)

@@ -140,3 +140,43 @@ def wait_settled(bootstrap: str, topics: list[str], timeout_s: float = 180.0, qu
         elif sum(now.values()) > 0 and time.monotonic() - since >= quiet_s:
             return
     raise AssertionError(f"topics {topics} still growing after {timeout_s} s")
+
+
+def submit_command(master: str, args: list[str]) -> list[str]:
+    """docs/spark.md's spark-submit command line ("On a standalone cluster"): the packages as
+    `cdc-bridge spark packages` prints them, from the Ivy cache `scripts/setup --spark` filled,
+    the driver and the executors on this venv's Python (which has `bridge` and the `spark` extra).
+    The tests' JVMs compile with C1 only (TEST_JVM_OPTIONS) and serve no UI; two shuffle
+    partitions and Delta snapshot partitions suit the 2-core cluster."""
+    from bridge.spark import __main__ as entry
+    from bridge.spark.session import ivy_dir, packages
+
+    return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
+            "--packages", ",".join(packages()), "--conf", f"spark.jars.ivy={ivy_dir()}",
+            "--conf", f"spark.pyspark.python={sys.executable}",
+            "--driver-java-options", f"-XX:+ExitOnOutOfMemoryError {TEST_JVM_OPTIONS}",
+            "--conf", f"spark.executor.extraJavaOptions={TEST_JVM_OPTIONS}",
+            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2",
+            "--conf", "spark.databricks.delta.snapshotPartitions=2",
+            str(entry.__file__), *args]
+
+
+def submit_job(master: str, args: list[str], log_dir: Path, checkpoint: Path) -> SparkJob:
+    """spark-submit in client mode (the driver here, the executors on the cluster's workers). Ivy
+    resolves `--packages` inside spark-submit, before the driver starts: that holds the Ivy
+    cache's lock (bridge/spark/session.py) until the driver's SparkContext starts."""
+    from bridge.spark.session import ivy_lock
+
+    log_path = log_dir / f"spark-submit-{uuid.uuid4().hex[:6]}.log"
+    # spark-submit finds SPARK_HOME with the first python on PATH: this venv's, as when it is active
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with ivy_lock(), log_path.open("wb") as out:
+        process = subprocess.Popen(submit_command(master, [*args, "--checkpoint", str(checkpoint)]), stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        job = SparkJob(process, log_path, checkpoint)
+        deadline = time.monotonic() + 600
+        while "Running Spark version" not in log_path.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    return job

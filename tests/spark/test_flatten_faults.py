@@ -15,7 +15,8 @@ import pytest
 
 from tests.integration.worker.harness import read_topic
 from tests.spark.jobs import SparkJob, start_job, wait_settled
-from tests.spark.test_streaming_jobs import Pipeline, _source_changes, pipeline
+from tests.spark.pipeline import Pipeline, source_changes
+from tests.spark.test_streaming_jobs import pipeline
 
 __all__ = ["pipeline"]  # the module fixture, used here under its own name
 FAULT = "CDC_BRIDGE_SPARK_TEST_FAULT"
@@ -36,7 +37,7 @@ def _error_lines(job: SparkJob) -> list[str]:
 
 
 def _assert_exactly_once(pipeline: Pipeline, label: str) -> None:
-    expected = _source_changes(pipeline)
+    expected = source_changes(pipeline)
     assert sum(expected.values()) > 0
     got: collections.Counter[tuple[str, bytes, int, str]] = collections.Counter()
     for topic in pipeline.topics[:-1]:
