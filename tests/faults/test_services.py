@@ -13,7 +13,7 @@ from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.faults.scenario import check_exactly_once, start_both, wait_until_ready
 from tests.integration.worker.chaos import Workload
-from tests.integration.worker.harness import CLI, WorkerProcess, wait_for
+from tests.integration.worker.harness import CLI, WorkerProcess, metric_samples, wait_for
 
 
 def test_cassandra_out_of_reach_then_slow(
@@ -74,6 +74,20 @@ def test_registry_out_of_reach_across_an_alter_fails_the_group_visibly_then_it_r
         return any(status == 503 and "failed group" in body and table in body for status, body in answers)
 
     wait_for(failed_group_reported, 60, "/readyz to name the failed group")
+
+    def lags() -> dict[str, float]:
+        found = {}
+        for process in running.values():
+            for (name, labels), value in metric_samples(process.port).items():
+                if name == "cdc_bridge_group_lag_seconds" and dict(labels)["table"] == "orders":
+                    found[dict(labels)["group"]] = value
+        return found
+
+    before = lags()
+    time.sleep(4)
+    after = lags()
+    assert any(after.get(group, 0) - lag >= 3 for group, lag in before.items()), (
+        f"no failed group's lag series kept growing: {before} -> {after}")
     listed = _status(tmp_path / "WA.properties")
     assert any(line.startswith("failed: ") and table in line for line in listed), listed
     for worker in WORKERS:
