@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,8 +65,10 @@ def _jobs_by_batch(events_dir: Path) -> dict[int, dict[str, Any]]:
     starts: dict[int, tuple[int, int]] = {}
     ends: dict[int, int] = {}
     sites: dict[int, Counter[str]] = defaultdict(Counter)
-    for log in events_dir.iterdir():
-        for line in log.read_text(errors="replace").splitlines():
+    for log in sorted(p for p in events_dir.rglob("events_*") if p.is_file()):
+        raw = subprocess.run(["zstd", "-dc", str(log)], check=True, capture_output=True).stdout \
+            if log.suffix == ".zstd" else log.read_bytes()
+        for line in raw.decode(errors="replace").splitlines():
             event = json.loads(line)
             kind = event.get("Event")
             if kind == "SparkListenerJobStart":
@@ -123,7 +126,8 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
     events_dir.mkdir()
     delta = folder / "mirror"
     documented = ["--config", str(config), "--checkpoint", str(folder / "checkpoint"), "--delta", str(delta)]
-    measuring = ["--spark-conf", "spark.eventLog.enabled=true", "--spark-conf", f"spark.eventLog.dir={events_dir}"]
+    measuring = ["--spark-conf", "spark.eventLog.enabled=true", "--spark-conf", f"spark.eventLog.dir={events_dir}",
+                 "--spark-conf", "spark.eventLog.compress=false"]
     log = folder / "mirror.log"
 
     def enough() -> bool:

@@ -179,18 +179,23 @@ class MirrorWriter:
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
         target = DeltaTable.forPath(spark, path)
-        source = self._merge_source(spark, target.toDF(), store, groups, dropped, columns, partition_keys)
-        if source is None:
-            return 0
-        return self._merge(spark, target, source, columns, app_id, batch_id)
+        # The events are read by the stored-row lookup, the union and the deletes' keys: cached (as
+        # the MERGE's first job computes them), so the micro-batch's JSON is parsed once.
+        events = reduce(DataFrame.unionByName, [change_events(g, columns) for g in groups]).persist() \
+            if groups else None
+        try:
+            source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys)
+            return self._merge(spark, target, source, columns, app_id, batch_id) if source is not None else 0
+        finally:
+            if events is not None:
+                events.unpersist()
 
-    def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, groups: list[Group],
+    def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
                       dropped: list[dict[str, Any]], columns: MirrorColumns,
                       partition_keys: list[str]) -> DataFrame | None:
         """The folded rows to write: key columns, values, bookkeeping and `_cdc_action`."""
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
-        events = reduce(DataFrame.unionByName, [change_events(g, columns) for g in groups]) if groups else None
         touched: list[DataFrame] = []
         event_keys = events.select(*keyed) if events is not None else None
         if event_keys is not None:
