@@ -72,11 +72,15 @@ def _jobs_by_batch(events_dir: Path) -> dict[int, dict[str, Any]]:
             event = json.loads(line)
             kind = event.get("Event")
             if kind == "SparkListenerJobStart":
-                batch = (event.get("Properties") or {}).get("streaming.sql.batchId")
+                properties = event.get("Properties") or {}
+                batch = properties.get("streaming.sql.batchId")
                 if batch is not None:
                     starts[event["Job ID"]] = (int(batch), event["Submission Time"])
-                    names = {s["Stage Name"].split(" at ")[0] for s in event.get("Stage Infos", [])}
-                    sites[int(batch)].update(names)
+                    description = properties.get("spark.job.description") or ""
+                    if not description or description.startswith("\nid = "):  # the streaming query's own
+                        stages = event.get("Stage Infos", [])
+                        description = stages[-1]["Stage Name"].split(" at ")[0] if stages else "?"
+                    sites[int(batch)][description.split(":")[0:2][-1].strip()[:60]] += 1
             elif kind == "SparkListenerJobEnd":
                 ends[event["Job ID"]] = event["Completion Time"]
     found: dict[int, dict[str, Any]] = {}

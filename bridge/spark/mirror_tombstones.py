@@ -37,24 +37,34 @@ class TombstoneStore:
         self._partition_keys: list[str] | None = None
         self._clustering: list[str] | None = None  # in the table's clustering order, from a range delete
         self._purged_below: int | None = None  # the first purge waits a tenth of the retention
+        self._rows: list[tuple[str, int, str]] | None = None  # (pk_json, ts, event) as stored
 
     def partition_keys(self, spark: SparkSession, new: list[dict[str, Any]]) -> list[str]:
         """The table's partition key columns (the non-null fields of a delete's key), [] while the
         table never had a range / partition delete."""
+        self._load(spark)
         if self._partition_keys is None and new:
             self._partition_keys = [name for name, value in new[0]["key"].items() if value is not None]
-        if self._partition_keys is None:
-            from delta.tables import DeltaTable
-
-            if DeltaTable.isDeltaTable(spark, self.path):
-                stored = spark.read.format("delta").load(self.path)
-                row = stored.select("pk_names").first()
-                if row is not None:
-                    self._partition_keys = str(row["pk_names"]).split(",")
-                bounded = stored.where(F.col("event").contains('"start":{') | F.col("event").contains('"end":{'))
-                self._learn_clustering([orjson.loads(r["event"]) for r in bounded.select("event").limit(1).collect()])
         self._learn_clustering(new)
         return self._partition_keys or []
+
+    def _load(self, spark: SparkSession) -> list[tuple[str, int, str]]:
+        """The stored deletes, read once per process (one Spark job) and kept on the driver beside
+        the Delta table, so a micro-batch folds them without reading the table (and replaying its
+        log) again: a day of range deletes is small."""
+        if self._rows is None:
+            from delta.tables import DeltaTable
+
+            self._rows = []
+            if DeltaTable.isDeltaTable(spark, self.path):
+                for row in spark.read.format("delta").load(self.path).select("pk_names", "pk_json", "ts",
+                                                                            "event").collect():
+                    self._rows.append((str(row["pk_json"]), int(row["ts"]), str(row["event"])))
+                    if self._partition_keys is None:
+                        self._partition_keys = str(row["pk_names"]).split(",")
+                self._learn_clustering([orjson.loads(e) for _, _, e in self._rows
+                                        if '"start":{' in e or '"end":{' in e][:1])
+        return self._rows
 
     def _learn_clustering(self, deletes: list[dict[str, Any]]) -> None:
         """The clustering columns' order: a bound's fields are in it (the envelope's key is in name order)."""
@@ -70,8 +80,8 @@ class TombstoneStore:
         return self._clustering or [n for n in columns.key_names if n not in partition_keys]
 
     def add(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
-            new: list[dict[str, Any]], app_id: str, batch_id: int) -> DataFrame:
-        """Store this micro-batch's deletes (once per batch id); returns them as (pk_json, event)."""
+            new: list[dict[str, Any]], app_id: str, batch_id: int) -> None:
+        """Store this micro-batch's deletes (once per batch id)."""
         pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
         rows = [(orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode(), int(d["ts"]),
                  orjson.dumps(d).decode()) for d in new]
@@ -80,8 +90,10 @@ class TombstoneStore:
             F.to_json(F.from_json("pk", pk_type), JSON_OPTIONS).alias("pk_json"), "ts", "event")
         (frame.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
          .save(self.path))
+        known = self._load(spark)
+        seen = {event for _, _, event in known}  # a re-run micro-batch's deletes were read back with the store
+        known.extend(row for row in rows if row[2] not in seen)
         self._purge(spark, max(int(d["ts"]) for d in new) - self.retention_us)
-        return frame.select("pk_json", "event")
 
     def _purge(self, spark: SparkSession, before_us: int) -> None:
         """At most once per tenth of the retention (a Delta DELETE is a few Spark jobs)."""
@@ -92,15 +104,15 @@ class TombstoneStore:
         from delta.tables import DeltaTable
 
         DeltaTable.forPath(spark, self.path).delete(F.col("ts") < F.lit(before_us))
+        self._rows = [row for row in self._load(spark) if row[1] >= before_us]
         self._purged_below = before_us
 
     def covering(self, spark: SparkSession, keys: DataFrame, columns: MirrorColumns,
                  partition_keys: list[str]) -> DataFrame | None:
         """(key columns..., x) of the stored deletes (this micro-batch's included) that cover the
         given keys (distinct key columns, Delta representation): `x` is the fold's delete event."""
-        from delta.tables import DeltaTable
-
-        if not partition_keys or not DeltaTable.isDeltaTable(spark, self.path):
+        rows = self._load(spark)
+        if not partition_keys or not rows:
             return None
         by_name = {c.name: c for c in columns.keys}
         clustering = [by_name[n] for n in self.clustering(columns, partition_keys)]
@@ -110,7 +122,7 @@ class TombstoneStore:
                                    T.StructField("offset", T.LongType()), T.StructField("start", bound),
                                    T.StructField("start_inclusive", T.BooleanType()), T.StructField("end", bound),
                                    T.StructField("end_inclusive", T.BooleanType())])
-        stored = spark.read.format("delta").load(self.path).select(
+        stored = spark.createDataFrame(rows, "pk_json string, ts long, event string").select(
             F.from_json("pk_json", pk_type).alias("p"), F.from_json("event", event_type).alias("d"))
         deletes = stored.select(*[from_connect(by_name[n], F.col("p")[n]).alias(f"_p_{n}") for n in partition_keys],
                                 "d")
