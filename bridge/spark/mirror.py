@@ -75,11 +75,11 @@ def columns_from_delta(schema: T.StructType) -> MirrorColumns:
     return MirrorColumns(tuple(found))
 
 
-def _jobs_so_far(spark: SparkSession) -> int:
-    """Spark jobs started so far in this thread's job group (the streaming query's)."""
+def _job_ids(spark: SparkSession) -> list[int]:
+    """Ids of the Spark jobs the status tracker still holds (`spark.ui.retainedJobs`, the newest)
+    in this thread's job group (the streaming query's)."""
     context = spark.sparkContext
-    group = context.getLocalProperty("spark.jobGroup.id")
-    return len(context.statusTracker().getJobIdsForGroup(group))
+    return list(context.statusTracker().getJobIdsForGroup(context.getLocalProperty("spark.jobGroup.id")))
 
 
 class MirrorWriter:
@@ -103,7 +103,7 @@ class MirrorWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spark = batch.sparkSession
-        jobs_before = _jobs_so_far(spark)
+        last_job = max(_job_ids(spark), default=-1)
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         batch = prepare(batch, self.value_format).persist()
         try:
@@ -122,7 +122,7 @@ class MirrorWriter:
         finally:
             batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
-                 spark_jobs=_jobs_so_far(spark) - jobs_before)
+                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
 
     def _dropped(self, groups: list[Group]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Range and partition deletes by table, as the fold's dicts (few: collected)."""
