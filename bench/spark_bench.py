@@ -4,6 +4,8 @@ mirror is then compared with the Cassandra tables (the issue's 5,000-operation a
 
     .venv/bin/python bench/spark_bench.py [--operations 5000] [--batch 0]
     .venv/bin/python bench/spark_bench.py --flatten-backlog 1000000 [--keyspace K] [--converter avro]
+    .venv/bin/python bench/spark_bench.py --mirror-backlog 1000000 [--keyspace K | --topics A,B,C]
+        [--max-batches K] [--compare OTHER_DELTA_ROOT] [--mirror-args '...']
 
 Needs the local stack. Prints one JSON object. Session start-up (JVM, packages) is excluded from
 the rates and reported apart; each job runs with --available-now semantics (`--batch N` caps the
@@ -57,8 +59,25 @@ def main() -> int:
                         help="with --flatten-backlog: JSON with schemas or Avro")
     parser.add_argument("--flatten-args", default="", help="with --flatten-backlog: flags added to the documented "
                         "command, for tuning experiments (e.g. '--min-partitions 0')")
+    parser.add_argument("--mirror-backlog", type=int, metavar="CHANGES", help="instead: the mirror alone, the "
+                        "documented command with its defaults, over a realistic backlog of CHANGES changes "
+                        "(bench/spark_mirror_backlog.py)")
+    parser.add_argument("--topics", help="with --mirror-backlog: reuse the topics of an earlier run (as it reports "
+                        "them) instead of filling and carrying a backlog")
+    parser.add_argument("--max-batches", type=int, help="with --mirror-backlog: stop after this many micro-batches")
+    parser.add_argument("--compare", metavar="DELTA_ROOT", help="with --mirror-backlog: compare the mirror's tables "
+                        "with another run's over the same topics")
+    parser.add_argument("--mirror-args", default="", help="with --mirror-backlog: flags added to the documented "
+                        "command (e.g. '--max-offsets-per-trigger 100000')")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
+    if args.mirror_backlog or args.topics:
+        from spark_mirror_backlog import mirror_backlog
+
+        print(json.dumps(mirror_backlog(endpoints, args.mirror_backlog or 0, args.keyspace, args.topics,
+                                        args.mirror_args.split(), args.max_batches, args.compare)),
+              file=report, flush=True)
+        return 0
     if args.flatten_backlog:
         from spark_flatten_backlog import flatten_backlog
 

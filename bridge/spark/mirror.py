@@ -1,10 +1,13 @@
 """The current-state mirror: one Delta table per source table, kept equal to the ScyllaDB table by a
 `foreachBatch` MERGE of each micro-batch.
 
-Per micro-batch and table: the changes are grouped by primary key (as JSON, in the Connect
-representation), range / partition deletes from the dropped-changes topic by partition key; the
-stored rows those touch are read back; the pure fold (`bridge.spark.fold`) computes each row's
-new state; one MERGE writes upserts and deletes. Bookkeeping columns `_cdc_marker`,
+Per micro-batch and table, in Spark SQL only (no Python per row): the changes become typed events
+(`mirror_frames`), the stored rows they touch (and those of partitions with new range /
+partition deletes) are read back, the stored deletes covering those keys are joined in
+(`mirror_tombstones`), each key's events are folded by one `aggregate` (`mirror_fold`, the
+semantics of the reference `bridge.spark.fold`), and one MERGE on the key columns writes upserts
+and deletes into a table with deletion vectors (a small batch marks the rows it replaces instead
+of rewriting their files). Bookkeeping columns `_cdc_marker`,
 `_cdc_ts_us`, `_cdc_offset` make replays idempotent (the fold skips changes at or before a row's
 position), and the MERGE also carries Delta's idempotent-write marker (`txnAppId` = job name and
 table, `txnVersion` = batch id), so a micro-batch re-run after a restart commits nothing twice.
@@ -18,24 +21,27 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from functools import reduce
 from typing import Any
 
 import orjson
 import structlog
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import BadEnvelopeError
-from bridge.spark.fold import HIDDEN, fold
-from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, stored_rows
+from bridge.spark.fold import HIDDEN
+from bridge.spark.mirror_fold import ACTION, fold, result_columns, stored_event
+from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
 from bridge.spark.shape import ColumnShape
 
 log = structlog.get_logger(__name__)
-ACTION = "_cdc_action"
-FOLD_RESULT = "struct<action:string,row:string,ignored:int>"
+# Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
+# file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
+TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:
@@ -69,17 +75,11 @@ def columns_from_delta(schema: T.StructType) -> MirrorColumns:
     return MirrorColumns(tuple(found))
 
 
-def fold_udf(columns: MirrorColumns) -> Callable[..., Column]:
-    spec = columns.fold_spec()
-
-    def apply(row: str | None, events: list[str] | None, dropped: list[str] | None) -> tuple[str, str | None, int]:
-        stored = orjson.loads(row) if row else None
-        changes = [orjson.loads(e) for e in events or []] + [orjson.loads(d) for d in dropped or []]
-        result = fold(spec, stored, changes)
-        text = orjson.dumps(result.row).decode() if result.row is not None else None
-        return result.action, text, result.unapplied_list_removals
-
-    return F.udf(apply, FOLD_RESULT)
+def _job_ids(spark: SparkSession) -> list[int]:
+    """Ids of the Spark jobs the status tracker still holds (`spark.ui.retainedJobs`, the newest)
+    in this thread's job group (the streaming query's)."""
+    context = spark.sparkContext
+    return list(context.statusTracker().getJobIdsForGroup(context.getLocalProperty("spark.jobGroup.id")))
 
 
 class MirrorWriter:
@@ -102,6 +102,9 @@ class MirrorWriter:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
+        spark = batch.sparkSession
+        last_job = max(_job_ids(spark), default=-1)
+        spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         batch = prepare(batch, self.value_format).persist()
         try:
             groups = decode(batch, self.value_format, self.avro_decoder)
@@ -112,29 +115,30 @@ class MirrorWriter:
             dropped = self._dropped(groups)
             for table in sorted(set(tables) | set(dropped)):
                 table_started = time.monotonic()
-                changed = self.apply(batch.sparkSession, table, tables.get(table, []), dropped.get(table, []),
+                changed = self.apply(spark, table, tables.get(table, []), dropped.get(table, []),
                                      batch_id)
                 log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                          rows_changed=changed, seconds=round(time.monotonic() - table_started, 2))
         finally:
             batch.unpersist()
-        log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
+        log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
+                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
 
     def _dropped(self, groups: list[Group]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Range and partition deletes by table, as the fold's dicts (few: collected)."""
         found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        for group in groups:
-            if group.kind != "dropped":
-                continue
-            rows = group.frame.select("key", "offset", F.to_json("env", JSON_OPTIONS).alias("env")).collect()
-            for row in rows:
-                env = orjson.loads(row["env"])
-                key = self._key(row["key"])
-                source = env["source"]
-                found[(source["keyspace_name"], source["table_name"])].append({
-                    "kind": env["kind"], "ts": source["ts_us"], "rank": 1, "offset": row["offset"], "key": key,
-                    "start": env.get("start"), "start_inclusive": env.get("start_inclusive"),
-                    "end": env.get("end"), "end_inclusive": env.get("end_inclusive")})
+        frames = [g.frame.select("key", "offset", F.to_json("env", JSON_OPTIONS).alias("env"))
+                  for g in groups if g.kind == "dropped"]
+        if not frames:
+            return found
+        for row in reduce(DataFrame.unionByName, frames).collect():  # one job for every table's
+            env = orjson.loads(row["env"])
+            key = self._key(row["key"])
+            source = env["source"]
+            found[(source["keyspace_name"], source["table_name"])].append({
+                "kind": env["kind"], "ts": source["ts_us"], "rank": 1, "offset": row["offset"], "key": key,
+                "start": env.get("start"), "start_inclusive": env.get("start_inclusive"),
+                "end": env.get("end"), "end_inclusive": env.get("end_inclusive")})
         return found
 
     def _key(self, raw: bytes | None) -> dict[str, Any]:
@@ -172,71 +176,57 @@ class MirrorWriter:
         app_id = f"{self.name}:{table[0]}.{table[1]}"
         store = self._tombstones.setdefault(path, TombstoneStore(self.tombstone_path(*table)))
         partition_keys = store.partition_keys(spark, dropped)
-        new_dropped = store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id) \
-            if dropped else None
+        if dropped:
+            store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
         target = DeltaTable.forPath(spark, path)
-        changes = self._changes(groups, columns, partition_keys)
-        if changes is not None:
-            # Read by the stored-row lookup, the join and the deletes' partitions: each would
-            # otherwise parse the micro-batch again (the optimizer prunes each use differently).
-            changes = changes.persist()
+        # The events are read by the stored-row lookup, the union and the deletes' keys: cached (as
+        # the MERGE's first job computes them), so the micro-batch's JSON is parsed once.
+        events = reduce(DataFrame.unionByName, [change_events(g, columns) for g in groups]).persist() \
+            if groups else None
         try:
-            return self._fold_and_merge(spark, target, store, changes, new_dropped, columns, partition_keys,
-                                        app_id, batch_id)
+            source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys)
+            return self._merge(spark, target, source, columns, app_id, batch_id) if source is not None else 0
         finally:
-            if changes is not None:
-                changes.unpersist()
+            if events is not None:
+                events.unpersist()
 
-    def _fold_and_merge(self, spark: SparkSession, target: Any, store: TombstoneStore, changes: DataFrame | None,
-                        new_dropped: DataFrame | None, columns: MirrorColumns, partition_keys: list[str],
-                        app_id: str, batch_id: int) -> int:
-        stored = stored_rows(target.toDF(), columns, partition_keys)
-        keys = [stored.join(changes.select("key_json"), "key_json", "left_semi")] if changes is not None else []
-        if new_dropped is not None:
-            keys.append(stored.join(new_dropped.select("pk_json").distinct(), "pk_json", "left_semi"))
-        if not keys:
-            return 0
-        relevant = keys[0] if len(keys) == 1 else keys[0].unionByName(keys[1]).dropDuplicates(["key_json"])
-        if changes is not None:
-            joined = changes.join(relevant.withColumnRenamed("pk_json", "stored_pk"), "key_json", "full_outer")
-            joined = joined.select("key_json", F.coalesce("pk_json", "stored_pk").alias("pk_json"), "events", "row")
-        else:
-            joined = relevant.withColumn("events", F.lit(None).cast("array<string>"))
-        deletes = store.for_partitions(spark, joined) if partition_keys else None
-        if deletes is not None:
-            joined = joined.join(deletes, "pk_json", "left")
-        else:
-            joined = joined.withColumn("dropped", F.lit(None).cast("array<string>"))
-        folded = joined.select("key_json", fold_udf(columns)("row", "events", "dropped").alias("r"))
-        # Computed once (the MERGE would evaluate its source twice: to find files, then to write).
-        source = self._merge_source(folded.where(F.col("r.action") != "none"), columns).persist()
-        try:
-            changed = source.count()
-            if changed:
-                self._merge(spark, target, source, columns, app_id, batch_id)
-        finally:
-            source.unpersist()
-        return changed
-
-    def _changes(self, groups: list[Group], columns: MirrorColumns, partition_keys: list[str]) -> DataFrame | None:
-        frames = [change_events(g, columns, partition_keys) for g in groups]
-        if not frames:
+    def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
+                      dropped: list[dict[str, Any]], columns: MirrorColumns,
+                      partition_keys: list[str]) -> DataFrame | None:
+        """The folded rows to write: key columns, values, bookkeeping and `_cdc_action`."""
+        names = columns.key_names
+        keyed = [F.col(f"`{n}`") for n in names]
+        touched: list[DataFrame] = []
+        event_keys = events.select(*keyed) if events is not None else None
+        if event_keys is not None:
+            touched.append(stored.join(event_keys, same_key(stored, event_keys, names), "left_semi"))
+        if dropped and partition_keys:  # every stored row of their partitions, but those just read
+            partitions = self._partitions(spark, columns, partition_keys, dropped)
+            rows = stored.join(partitions, partition_keys, "left_semi")
+            if event_keys is not None:
+                rows = rows.join(event_keys, same_key(rows, event_keys, names), "left_anti")
+            touched.append(rows)
+        if not touched:
             return None
-        events = frames[0]
-        for frame in frames[1:]:
-            events = events.unionByName(frame)
-        return events.groupBy("key_json").agg(F.first("pk_json").alias("pk_json"),
-                                               F.collect_list("event").alias("events"))
+        initial = reduce(DataFrame.unionByName, touched).select(*keyed, stored_event(columns.values).alias("x"))
+        parts = [initial] if events is None else [events, initial]
+        deletes = store.covering(spark, reduce(DataFrame.unionByName, [p.select(*keyed) for p in parts]).distinct(),
+                                 columns, partition_keys)
+        if deletes is not None:
+            parts.append(deletes)
+        grouped = reduce(DataFrame.unionByName, parts).groupBy(*keyed).agg(F.collect_list("x").alias("events"))
+        folded = grouped.select(*keyed, fold(columns.values, F.col("events")).alias("f"))
+        return folded.select(*result_columns(columns.keys, columns.values, F.col("f"))).where(
+            F.col(ACTION) != "none")
 
-    def _merge_source(self, folded: DataFrame, columns: MirrorColumns) -> DataFrame:
-        key_type = T.StructType([T.StructField(c.name, c.spark_type) for c in columns.keys])
-        parsed = folded.select(F.from_json("key_json", key_type).alias("k"),
-                               F.from_json("r.row", columns.connect_type()).alias("v"),
-                               F.col("r.action").alias(ACTION))
-        selected = [from_connect(c, parsed["k"][c.name] if c.is_key else parsed["v"][c.name]).alias(c.name)
-                    for c in columns.columns]
-        selected += [parsed["v"][name].alias(name) for name in HIDDEN]
-        return parsed.select(*selected, ACTION)
+    def _partitions(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
+                    dropped: list[dict[str, Any]]) -> DataFrame:
+        """The partitions of this micro-batch's deletes (a few: built on the driver), Delta types."""
+        pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
+        texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
+        parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(
+            F.from_json("pk", pk_type).alias("p"))
+        return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
 
     def _ensure_table(self, spark: SparkSession, path: str, columns: MirrorColumns, exists: bool) -> None:
         schema = delta_schema(columns)
@@ -246,12 +236,20 @@ class MirrorWriter:
             current = set(DeltaTable.forPath(spark, path).toDF().columns)
             if {f.name for f in schema.fields} <= current:
                 return
-        writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
-        writer.option("mergeSchema", "true").save(path)
+            writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
+            writer.option("mergeSchema", "true").save(path)
+        else:
+            writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
+            for key, value in TABLE_PROPERTIES.items():
+                writer = writer.option(key, value)
+            writer.save(path)
         log.info("mirror table schema written", path=path, columns=[f.name for f in schema.fields])
 
     def _merge(self, spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns, app_id: str,
-               batch_id: int) -> None:
+               batch_id: int) -> int:
+        """One MERGE on the key columns; returns the rows it updated, inserted or deleted. Delta
+        materializes the source once (its `merge.materializeSource=auto`: the source is not a
+        Delta table alone), so the fold runs once although the MERGE reads its source twice."""
         names = [c.name for c in columns.columns] + list(HIDDEN)
         condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
         assignments = {f"`{n}`": f"s.`{n}`" for n in names}
@@ -259,11 +257,13 @@ class MirrorWriter:
         conf.set("spark.databricks.delta.write.txnAppId", app_id)
         conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
         try:
-            (target.alias("t").merge(source.alias("s"), condition)
-             .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
-             .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
-             .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
-             .execute())
+            metrics = (target.alias("t").merge(source.alias("s"), condition)
+                       .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
+                       .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
+                       .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
+                       .execute())
         finally:
             conf.unset("spark.databricks.delta.write.txnAppId")
             conf.unset("spark.databricks.delta.write.txnVersion")
+        row = metrics.first() if metrics is not None else None
+        return int(row["num_affected_rows"]) if row is not None else 0

@@ -1,10 +1,12 @@
-"""DataFrames the mirror folds: changes and dropped changes as JSON text, stored rows in the
-Connect representation, and the conversions between the mirror's Delta columns and that form.
+"""DataFrames the mirror folds: a table's columns as the mirror stores them, and each envelope
+group's changes as the fold's events (`bridge.spark.mirror_fold`), typed, in the Delta table's
+representation.
 
-The fold (`bridge.spark.fold`) works on JSON, so every schema version of a table in one
-micro-batch, and the stored rows, meet in one representation: the envelope's (dates as days,
-timestamps as epoch ms, maps as `{key, value}` entry arrays). Only the Delta table uses Spark's
-date, timestamp and map types; `to_connect` / `from_connect` convert top-level columns.
+Every schema version of a table in one micro-batch is conformed to the table's merged columns
+(a column a version lacks reads as "not touched"), so one union holds the micro-batch's changes;
+the envelope's Connect representation (dates as days, timestamps as epoch ms, maps as
+`{key, value}` entry arrays) is converted to the Delta table's types column by column
+(`from_connect`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pyspark.sql import types as T
 
 from bridge.spark.decode import Group
 from bridge.spark.fold import CELL_TS, MARKER, OFFSET, TS_US, FoldSpec, ValueColumn
-from bridge.spark.shape import ColumnShape
+from bridge.spark.mirror_fold import data_event, elements_types
+from bridge.spark.shape import ELEMENTS_SUFFIX, ColumnShape, conform
 
 JSON_OPTIONS = {"ignoreNullFields": "false"}
 HIDDEN_FIELDS = (T.StructField(MARKER, T.BooleanType()), T.StructField(TS_US, T.LongType()),
@@ -36,6 +39,10 @@ class MirrorColumns:
         return tuple(c for c in self.columns if c.is_key)
 
     @property
+    def values(self) -> tuple[ColumnShape, ...]:
+        return tuple(c for c in self.columns if not c.is_key)
+
+    @property
     def key_names(self) -> list[str]:
         return [c.name for c in self.keys]
 
@@ -46,7 +53,7 @@ class MirrorColumns:
         raise KeyError(name)
 
     def connect_type(self) -> T.StructType:
-        """Stored rows (and fold results) in the Connect representation, hidden columns included."""
+        """Rows in the Connect representation, hidden columns included."""
         return T.StructType([T.StructField(c.name, c.spark_type) for c in self.columns] + list(HIDDEN_FIELDS))
 
     def delta_type(self) -> T.StructType:
@@ -61,16 +68,6 @@ class MirrorColumns:
         return MirrorColumns(self.columns + tuple(c for c in others if c.name not in names))
 
 
-def to_connect(column: ColumnShape, value: Column) -> Column:
-    if column.logical == "date":
-        return F.unix_date(value)
-    if column.logical == "timestamp":
-        return F.unix_millis(value)
-    if column.is_map and isinstance(column.mirror_type(), T.MapType):
-        return F.map_entries(value)
-    return value
-
-
 def from_connect(column: ColumnShape, value: Column) -> Column:
     if column.logical == "date":
         return F.date_from_unix_date(value)
@@ -81,36 +78,76 @@ def from_connect(column: ColumnShape, value: Column) -> Column:
     return value
 
 
-def key_json(columns: MirrorColumns, values: dict[str, Column]) -> Column:
-    return F.to_json(F.struct(*[values[c.name].cast(c.spark_type).alias(c.name) for c in columns.keys]),
-                     JSON_OPTIONS)
+def key_columns(columns: MirrorColumns) -> list[Column]:
+    return [F.col(f"`{name}`") for name in columns.key_names]
 
 
-def change_events(group: Group, columns: MirrorColumns, partition_keys: Sequence[str]) -> DataFrame:
-    """(key_json, pk_json, event) of each change of an envelope group: `event` is the JSON the
-    fold reads: op, ts (source.ts_us), rank (1 for deletes), offset, after."""
+def same_key(left: DataFrame, right: DataFrame, names: Sequence[str]) -> Column:
+    """Null-safe equality of the key columns (a static row's clustering columns are null)."""
+    condition = F.lit(True)
+    for name in names:
+        condition = condition & left[f"`{name}`"].eqNullSafe(right[f"`{name}`"])
+    return condition
+
+
+def _field(struct: Column, struct_type: T.DataType | None, name: str) -> tuple[Column, T.DataType] | None:
+    if isinstance(struct_type, T.StructType) and name in struct_type.fieldNames():
+        return struct[name], struct_type[name].dataType
+    return None
+
+
+def _elements(column: ColumnShape, found: tuple[Column, T.DataType] | None) -> Column | None:
+    """The group's `X__elements` as the fold's (added, removed), typed canonically."""
+    if found is None or not column.has_elements:
+        return None
+    value, source = found
+    added_type, removed_type = elements_types(column)
+    parts = _field(value, source, "added"), _field(value, source, "removed")
+    added_part = parts[0]
+    if added_part is None:
+        added = F.lit(None).cast(added_type)
+    elif column.collection == "list":  # appended entries {key: timeuuid, value}: their values
+        values = F.transform(added_part[0], lambda e: e["value"])
+        added = conform(values, T.ArrayType(_list_value(added_part)), added_type)
+    else:
+        added = conform(added_part[0], added_part[1], added_type)
+    removed = conform(parts[1][0], parts[1][1], removed_type) if parts[1] is not None else \
+        F.lit(None).cast(removed_type)
+    return F.when(value.isNotNull(), F.struct(added.alias("added"), removed.alias("removed")))
+
+
+def _list_value(found: tuple[Column, T.DataType]) -> T.DataType:
+    source = found[1]
+    if isinstance(source, T.ArrayType) and isinstance(source.elementType, T.StructType) \
+            and "value" in source.elementType.fieldNames():
+        return source.elementType["value"].dataType
+    return T.StringType()
+
+
+def change_events(group: Group, columns: MirrorColumns) -> DataFrame:
+    """(key columns..., x) of each change of an envelope group: `x` is the fold's data event."""
     env = F.col("env")
     env_type = group.env_type
     assert env_type is not None
     sides = [s for s in ("after", "before") if s in env_type.fieldNames()]
-    key_values = {c.name: F.coalesce(*[env[s][c.name] for s in sides]) for c in columns.keys}
+    keys = []
+    for column in columns.keys:
+        present = [f for f in (_field(env[s], env_type[s].dataType, column.name) for s in sides) if f is not None]
+        key = F.coalesce(*[conform(c, t, column.spark_type) for c, t in present]) if present else \
+            F.lit(None).cast(column.spark_type)
+        keys.append(from_connect(column, key).alias(column.name))
+    after_type = env_type["after"].dataType if "after" in env_type.fieldNames() else None
+    after = env["after"]
+    cells: list[tuple[Column | None, Column | None, Column | None]] = []
+    for column in columns.values:
+        found = _field(after, after_type, column.name)
+        cell: Column | None = None
+        value: Column | None = None
+        if found is not None and isinstance(found[1], T.StructType) and "value" in found[1].fieldNames():
+            cell = found[0]
+            value = from_connect(column, conform(cell["value"], found[1]["value"].dataType, column.spark_type))
+        elements = _elements(column, _field(after, after_type, column.name + ELEMENTS_SUFFIX))
+        cells.append((cell, value, elements))
     op = env["op"]
-    after = env["after"] if "after" in env_type.fieldNames() else F.lit(None)
-    event = F.to_json(F.struct(op.alias("op"), env["source"]["ts_us"].alias("ts"),
-                               F.when(op == "d", 1).otherwise(0).alias("rank"), F.col("offset").alias("offset"),
-                               after.alias("after")), JSON_OPTIONS)
-    pk = F.to_json(F.struct(*[key_values[name].cast(columns.column(name).spark_type).alias(name)
-                              for name in partition_keys]), JSON_OPTIONS) if partition_keys else F.lit(None)
-    return group.frame.where(op.isin("c", "u", "d")).select(
-        key_json(columns, key_values).alias("key_json"), pk.cast("string").alias("pk_json"), event.alias("event"))
-
-
-def stored_rows(table: DataFrame, columns: MirrorColumns, partition_keys: Sequence[str]) -> DataFrame:
-    """(key_json, pk_json, row) of the mirror's rows, `row` as JSON in the Connect representation."""
-    values = {c.name: to_connect(c, F.col(f"`{c.name}`")) for c in columns.columns}
-    row = F.to_json(F.struct(*[values[c.name].alias(c.name) for c in columns.columns],
-                             *[F.col(f.name) for f in HIDDEN_FIELDS]), JSON_OPTIONS)
-    pk = F.to_json(F.struct(*[values[name].cast(columns.column(name).spark_type).alias(name)
-                              for name in partition_keys]), JSON_OPTIONS) if partition_keys else F.lit(None)
-    return table.select(key_json(columns, values).alias("key_json"), pk.cast("string").alias("pk_json"),
-                        row.alias("row"))
+    event = data_event(columns.values, env["source"]["ts_us"], F.col("offset"), op, cells)
+    return group.frame.where(op.isin("c", "u", "d")).select(*keys, event.alias("x"))
