@@ -67,6 +67,7 @@ class Worker:
         self._unsettled: set[int] = set()  # slots assigned whose positions are not read to the end yet
         self._reload_due = False  # a commit's outcome unknown: positions to be read again
         self._settle_after = 0.0
+        self._status_due = False  # this worker's record in the status topic is out of date
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
                                      on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
@@ -119,6 +120,8 @@ class Worker:
                 self._cycle.abort()  # nothing read under the wrong map commits
                 self._fatal = self._membership.fatal
                 break
+            if self._status_due:
+                self._publish_status()
             if self._offsets.poll():
                 self._changed = True
             self._stale_batch = False
@@ -164,7 +167,7 @@ class Worker:
         if not slots:
             return
         self._book.owned |= slots
-        self._publish_failures()  # under the member id this assignment came with
+        self._status_due = True  # under the member id this assignment came with
         self._unsettled |= slots  # their groups start once the offsets topic is read to its end
         self._changed = True
         log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
@@ -313,11 +316,17 @@ class Worker:
         self._publish_failures()
 
     def _publish_failures(self) -> None:
-        failures = {group: failed.reason for group, failed in self._book.failed.items()}
-        self._telemetry.failed_groups(failures)
+        self._telemetry.failed_groups({group: failed.reason for group, failed in self._book.failed.items()})
+        self._status_due = True  # for the status topic: sent from the loop, never from a rebalance callback
+
+    def _publish_status(self) -> None:
+        """`cdc-bridge status` lists this worker's failed groups while its member id is in the slot
+        group. Asked outside the rebalance callbacks: librdkafka answers `memberid()` on its own
+        thread, which waits for the callback to end (a worker that lost its slots hung there)."""
+        self._status_due = False
         member_id = self._membership.member_id() if self._membership is not None else None
-        if member_id:  # `cdc-bridge status` lists them while this member is in the slot group
-            self._status.publish(member_id, failures)
+        if member_id:
+            self._status.publish(member_id, {group: failed.reason for group, failed in self._book.failed.items()})
 
     def _produce(self, event: RecordRead) -> None:
         record = event.record

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import WorkerProcess, free_port, http_get, wait_for
@@ -24,6 +26,14 @@ class RunningWorker:
 
     def log_tail(self, lines: int = 15) -> str:
         return "\n".join(self.process.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def begin(start: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str, rounds: int = 4,
+          per_round: int = 1000, **settings: Any) -> tuple[Workload, dict[str, RunningWorker]]:
+    """The workload's table in `keyspace`, and both workers (named after the keyspace) reading it."""
+    workload = Workload([(keyspace, "t")], rounds=rounds, per_round=per_round)
+    workload.create(emulator)
+    return workload, start_both(start, keyspace, [f"{keyspace}.t"], **settings)
 
 
 def start_both(start: Callable[..., WorkerProcess], name: str, tables: list[str],

@@ -8,17 +8,14 @@ from collections.abc import Callable
 
 from bridge.sim import Emulator
 from tests.faults.lab import FaultLab
-from tests.faults.scenario import check_exactly_once, start_both, wait_until_ready
-from tests.integration.worker.chaos import Workload
+from tests.faults.scenario import begin, check_exactly_once, wait_until_ready
 from tests.integration.worker.harness import WorkerProcess
 
 
 def test_the_partition_leaders_broker_killed_and_restarted(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace)
     workload.write_round(emulator, 0)
     victim = healthy_lab.leader_of(f"{keyspace}.{keyspace}.t")
     healthy_lab.cluster.kill(victim)
@@ -33,9 +30,7 @@ def test_the_partition_leaders_broker_killed_and_restarted(
 def test_the_slot_groups_coordinator_paused_past_the_session_timeout(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace)
     workload.write_round(emulator, 0)
     victim = healthy_lab.coordinator_of(f"{keyspace}-workers")
     healthy_lab.cluster.pause(victim)

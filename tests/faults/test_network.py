@@ -11,8 +11,7 @@ from pathlib import Path
 
 from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
-from tests.faults.scenario import check_exactly_once, start_both, wait_until_ready
-from tests.integration.worker.chaos import Workload
+from tests.faults.scenario import begin, check_exactly_once, wait_until_ready
 from tests.integration.worker.harness import WorkerProcess, owned_slots, wait_for
 
 SLOTS = 12  # the harness's slots.count
@@ -21,9 +20,7 @@ SLOTS = 12  # the harness's slots.count
 def test_kafka_out_of_reach_for_longer_than_the_transaction_timeout(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace)
     workload.write_round(emulator, 0)
     for worker in WORKERS:
         healthy_lab.kafka_link(worker, up=False)
@@ -63,9 +60,7 @@ class PeakMemory:
 def test_a_slow_narrow_kafka_link_slows_reading_and_memory_stays_bounded(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=5, per_round=4000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace, rounds=5, per_round=4000)
     memory = PeakMemory([process.process.pid for process in running.values()])
     for worker in WORKERS:
         for proxy in healthy_lab.kafka[worker]:
@@ -89,9 +84,7 @@ def test_a_slow_narrow_kafka_link_slows_reading_and_memory_stays_bounded(
 def test_one_worker_cut_off_from_kafka_is_fenced_and_its_slots_taken_over(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace)
     cut, other = running["WA"], running["WB"]
     workload.write_round(emulator, 0)
     healthy_lab.kafka_link("WA", up=False)

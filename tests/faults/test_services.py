@@ -11,17 +11,14 @@ from pathlib import Path
 
 from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
-from tests.faults.scenario import check_exactly_once, start_both, wait_until_ready
-from tests.integration.worker.chaos import Workload
+from tests.faults.scenario import begin, check_exactly_once, start_both, wait_until_ready
 from tests.integration.worker.harness import CLI, WorkerProcess, metric_samples, wait_for
 
 
 def test_cassandra_out_of_reach_then_slow(
     healthy_lab: FaultLab, lab_workers: Callable[..., WorkerProcess], emulator: Emulator, keyspace: str,
 ) -> None:
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"])
+    workload, running = begin(lab_workers, emulator, keyspace)
     workload.write_round(emulator, 0)
     for worker in WORKERS:
         healthy_lab.cassandra[worker].disable()
@@ -107,9 +104,7 @@ def test_a_worker_whose_clock_runs_ahead_still_waits_out_the_confidence_window(
     """WA's wall clock is 20 s ahead (ten confidence windows): by its own clock it would read
     rows up to 18 s in the future, pass positions the writers have not reached yet, and never
     read the rows written there."""
-    workload = Workload([(keyspace, "t")], rounds=4, per_round=1000)
-    workload.create(emulator)
-    running = start_both(lab_workers, keyspace, [f"{keyspace}.t"], each=lambda w: {"clock_skew_s": 20.0 * (w == "WA")})
+    workload, running = begin(lab_workers, emulator, keyspace, each=lambda w: {"clock_skew_s": 20.0 * (w == "WA")})
     for number in range(workload.rounds):
         workload.write_round(emulator, number)
         time.sleep(3)
