@@ -244,8 +244,12 @@ class Worker:
             if position is None and self._book.groups[group].predecessors:
                 # A successor carries on where its predecessors ended: from its own start, never
                 # from the lookback/TTL default meant for a first read (that would skip the
-                # changes between the switch and `now - lookback`).
-                position = Position.at(self._book.groups[group].start_us)
+                # changes between the switch and `now - lookback`). A predecessor first read from
+                # that default after its own end finished there: the successor starts there too
+                # (from its start it would "gap" over time no reader was ever asked to read).
+                ended = [committed[p].window_start_us for p in self._book.groups[group].predecessors
+                         if p in committed]
+                position = Position.at(max([self._book.groups[group].start_us, *ended]))
             self._reader.start_group(group, position)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value(),
