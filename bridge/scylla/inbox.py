@@ -27,6 +27,7 @@ class Start:
     group: GroupId
     position: Position | None
     stops_seen: int
+    saved: bool = True  # a position from the offsets (False: where its predecessors ended)
 
 
 @dataclass(frozen=True, slots=True)

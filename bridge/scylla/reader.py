@@ -88,7 +88,7 @@ class SourceReader:
         self._ends: dict[GroupId, int] = {}
         self._horizons: dict[TableKey, int] = {}
         self._readers: dict[GroupId, GroupReader] = {}
-        self._pending: dict[GroupId, Position | None] = {}
+        self._pending: dict[GroupId, tuple[Position | None, bool]] = {}
         self._due = DueReaders(_MAX_IDLE_S)
         self._closing = False
         self.queries = MetadataQueries(session, self.settings, self._profile, self._limiter)
@@ -105,12 +105,14 @@ class SourceReader:
         `since_us` (None: the default start) on; each is reported as `GroupDiscovered`."""
         self._discovery.watch(keyspace, table, None if since_us is None else since_us // 1000)
 
-    def start_group(self, group: GroupId, position: Position | None = None) -> None:
-        """Read `group` from `position` (None: the default start). A group not discovered yet
+    def start_group(self, group: GroupId, position: Position | None = None, saved: bool = True) -> None:
+        """Read `group` from `position` (None: the default start; `saved` False: a successor's
+        start where its predecessors ended, which has nothing to report as a gap: they reported
+        theirs, or were first reads). A group not discovered yet
         starts once it is. After `stop_group`, nothing of the stopped reading is handed on,
         even while the scheduler has not yet taken the stop: the output lets the group's events
         through again only when the scheduler takes this start, after the stop."""
-        self._inbox.put(Start(group, position, self._output.stops(group)))
+        self._inbox.put(Start(group, position, self._output.stops(group), saved))
 
     def stop_group(self, group: GroupId) -> None:
         """Stop reading `group`; nothing of it is handed on after this call returns."""
@@ -182,7 +184,7 @@ class SourceReader:
             self._due.mark(message.request.group.id)
         elif isinstance(message, Start):
             self._output.resume_group(message.group, message.stops_seen)
-            self._start(message.group, message.position)
+            self._start(message.group, message.position, message.saved)
         elif isinstance(message, Stop):
             self._readers.pop(message.group, None)
             self._pending.pop(message.group, None)
@@ -274,17 +276,17 @@ class SourceReader:
         else:
             log.info("cdc group finished", keyspace=group.keyspace, table=group.table, group=str(group.id))
 
-    def _start(self, group_id: GroupId, position: Position | None) -> None:
+    def _start(self, group_id: GroupId, position: Position | None, saved: bool = True) -> None:
         group = self._groups.get(group_id)
         if group is None:
-            self._pending[group_id] = position
+            self._pending[group_id] = (position, saved)
             return
         self._pending.pop(group_id, None)
         now = self._now_us()
         ttl_s = self._tables.get((group.keyspace, group.table), (0, []))[0]
         if position is None:
             position = Position.at(max(group.start_us, default_start_us(now, ttl_s, self.settings.initial_lookback_ms)))
-        else:
+        elif saved:
             oldest = possible_gap_us(position, now, ttl_s)
             if oldest is not None and (self._ends.get(group_id) is None or self._ends[group_id] > oldest):
                 log.warning("cdc position older than the log TTL: possible gap", keyspace=group.keyspace,
@@ -309,7 +311,7 @@ class SourceReader:
         self._output.put(events)
         for group in found.groups:
             if group.id in self._pending:
-                self._start(group.id, self._pending[group.id])
+                self._start(group.id, *self._pending[group.id])
 
     def _on_ends(self, ends: dict[GroupId, int]) -> None:
         events: list[SourceEvent] = []

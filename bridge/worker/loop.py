@@ -250,7 +250,9 @@ class Worker:
                 ended = [committed[p].window_start_us for p in self._book.groups[group].predecessors
                          if p in committed]
                 position = Position.at(max([self._book.groups[group].start_us, *ended]))
-            self._reader.start_group(group, position)
+                self._reader.start_group(group, position, saved=False)
+            else:
+                self._reader.start_group(group, position)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value(),
                      retry=group in retrying)
