@@ -241,7 +241,8 @@ class Worker:
                 continue
             self._book.active.add(group)
             position = committed.get(group)
-            if position is None and self._book.groups[group].predecessors:
+            saved = position is not None or not self._book.groups[group].predecessors
+            if not saved:
                 # A successor carries on where its predecessors ended: from its own start, never
                 # from the lookback/TTL default meant for a first read (that would skip the
                 # changes between the switch and `now - lookback`). A predecessor first read from
@@ -250,9 +251,7 @@ class Worker:
                 ended = [committed[p].window_start_us for p in self._book.groups[group].predecessors
                          if p in committed]
                 position = Position.at(max([self._book.groups[group].start_us, *ended]))
-                self._reader.start_group(group, position, saved=False)
-            else:
-                self._reader.start_group(group, position)
+            self._reader.start_group(group, position, saved=saved)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value(),
                      retry=group in retrying)
@@ -321,8 +320,11 @@ class Worker:
                   attempts=failed.attempts, retry_in_s=retry_in)
         self._publish_failures()
 
+    def _failures(self) -> dict[GroupId, str]:
+        return {group: failed.reason for group, failed in self._book.failed.items()}
+
     def _publish_failures(self) -> None:
-        self._telemetry.failed_groups({group: failed.reason for group, failed in self._book.failed.items()})
+        self._telemetry.failed_groups(self._failures())
         self._status_due = True  # for the status topic: sent from the loop, never from a rebalance callback
 
     def _publish_status(self) -> None:
@@ -332,7 +334,7 @@ class Worker:
         self._status_due = False
         member_id = self._membership.member_id() if self._membership is not None else None
         if member_id:
-            self._status.publish(member_id, {group: failed.reason for group, failed in self._book.failed.items()})
+            self._status.publish(member_id, self._failures())
 
     def _produce(self, event: RecordRead) -> None:
         record = event.record
