@@ -76,7 +76,8 @@ class Toxiproxy:
                 if not pid_alive(pid, self._marker):
                     break
                 time.sleep(0.2)
-        raise StackError(f"toxiproxy did not start on port {self.api_port}:\n{log_tail(log)}")
+        self.stop()  # never left running behind a failed start
+        raise StackError(f"toxiproxy (pid {pid}) did not answer on port {self.api_port}:\n{log_tail(log)}")
 
     def stop(self) -> None:
         pid = self._pid.read()

@@ -27,6 +27,13 @@ from bridge.scylla.table_schema import TableSchemas
 
 SerializedRecord = tuple[str, bytes | None, bytes | None]  # topic, key, value (None: a tombstone)
 
+# The registry client is called on the worker's loop thread. Its own retries sleep there (up to
+# ~7 s per call with confluent-kafka's defaults, against a registry out of reach) and without a
+# timeout a silent registry would hold the loop forever: the probes, lags and the slot group all
+# wait on that thread. A failed call fails its group at once instead, and the group is retried
+# with the bridge's own backoff (`errors.retry.delay.max.ms`) while the loop goes on.
+_LOOP_SAFE_REGISTRY = {"max.retries": 0, "timeout": 10.0}
+
 
 class GroupFailure(Exception):
     """The group cannot go on past this record; the message names the table and the position.
@@ -45,7 +52,7 @@ class RecordEncoder:
         """`registry_config(url)`: the registry client's settings (auth, CA) for that URL."""
         self._schemas = schemas
         self._serializer: RecordSerializer = build_record_serializer(
-            settings, lambda url: registry_client(url, **registry_config(url)))
+            settings, lambda url: registry_client(url, **_LOOP_SAFE_REGISTRY, **registry_config(url)))
         # Avro schemas are registered when a plan is built, never inside a transaction's serialize.
         self._translator = Translator(settings, on_new_plan=self._serializer.prepare)
 

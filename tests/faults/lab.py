@@ -40,8 +40,8 @@ class FaultLab:
                                ClusterPorts(BASE), CLIENTS)
         proxies = Toxiproxy(toxiproxy.install(layout.state_dir), home / "toxiproxy", BASE + 200)
         lab = cls(stack, cluster, proxies)
-        proxies.start()
         try:
+            proxies.start()
             cluster.start()
             lab._wire()
         except BaseException:
