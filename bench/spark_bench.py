@@ -69,8 +69,15 @@ def main() -> int:
                         "with another run's over the same topics")
     parser.add_argument("--mirror-args", default="", help="with --mirror-backlog: flags added to the documented "
                         "command (e.g. '--max-offsets-per-trigger 100000')")
+    parser.add_argument("--master", help="with --flatten-backlog / --mirror-backlog: submit the job to this "
+                        "standalone master (cdc-bridge stack up --spark-cluster) with spark-submit")
+    parser.add_argument("--cores-max", type=int, default=2, help="with --master: the job's cores (spark.cores.max)")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
+    if args.master:
+        from spark_flatten_backlog import use_cluster
+
+        use_cluster(args.master, args.cores_max)
     if args.mirror_backlog or args.topics:
         from spark_mirror_backlog import mirror_backlog
 

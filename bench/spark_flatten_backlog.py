@@ -46,6 +46,20 @@ from tests.spark.jobs import end_offsets, read_committed
 CLI = [sys.executable, "-m", "bridge.cli", "spark", "flatten"]
 
 
+def use_cluster(master: str, cores: int) -> None:
+    """Run the jobs through docs/spark.md's spark-submit command on a standalone cluster (`cdc-bridge
+    stack up --spark-cluster`), the application given `cores` cores (`spark.cores.max`: one core
+    is one of the stack's two 1-core workers)."""
+    from bridge.spark import __main__ as entry
+    from bridge.spark.session import ivy_dir, packages
+
+    CLI[:] = [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
+              "--packages", ",".join(packages()), "--conf", f"spark.jars.ivy={ivy_dir()}",
+              "--conf", f"spark.pyspark.python={sys.executable}", "--conf", f"spark.cores.max={cores}",
+              "--driver-java-options", "-XX:+ExitOnOutOfMemoryError", str(entry.__file__), CLI[-1]]
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def _java_pid(parent: int) -> int | None:
     """The JVM pyspark started under the job's process (its child `java`)."""
     for entry in Path("/proc").iterdir():
@@ -56,7 +70,8 @@ def _java_pid(parent: int) -> int | None:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"java" in cmd.split(b"\0")[0]:
+        if (int(entry.name) == parent or int(stat.rsplit(")", 1)[1].split()[1]) == parent) \
+                and b"java" in cmd.split(b"\0")[0]:  # spark-submit: the process is the JVM
             return int(entry.name)
     return None
 

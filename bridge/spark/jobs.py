@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,17 @@ from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import SparkJobError
 from bridge.spark.flatten import flatten, output_topic
 from bridge.spark.kafka_sink import KafkaOutput
-from bridge.spark.kafka_tasks import RESULT_SCHEMA, Fault, TaskSink, produce_partition
+from bridge.spark.kafka_tasks import (
+    FLAT_SCHEMA,
+    RESULT_SCHEMA,
+    Fault,
+    TaskSink,
+    flatten_and_produce,
+    flatten_partition,
+    produce_partition,
+)
 from bridge.spark.mirror import MirrorWriter
+from bridge.spark.record_flattener import RecordFlattener
 from bridge.spark.smt_options import SmtOptions
 
 log = structlog.get_logger(__name__)
@@ -119,8 +129,15 @@ class FlattenWriter:
                      if topic_rule is not None else None)
         self.fault = Fault.from_env()
         self._partitions: dict[str, int] = {}
+        # JSON with schemas into Kafka only (the documented default): the tasks flatten each
+        # record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
+        self._flattens_in_tasks = (source.value_format is ValueFormat.JSON_SCHEMAS and delta_root is None
+                                   and topic_rule is not None)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self._flattens_in_tasks:
+            self._flatten_in_tasks(batch, batch_id)
+            return
         batch = prepare(batch, self.source.value_format).persist()
         try:
             groups = decode(batch, self.source.value_format, self.decoder)
@@ -138,6 +155,7 @@ class FlattenWriter:
             log.info("micro-batch already in kafka, skipped", batch_id=batch_id, last=self.sink.last_committed)
             return
         frames: list[DataFrame] = []
+        counts: list[Any] = []
         per_topic: dict[str, int] = {}
         for group, frame in outputs:
             if group.kind == "tombstone" and not self.smt.keep_tombstones:
@@ -150,7 +168,6 @@ class FlattenWriter:
             frames.append(frame.select(F.lit(target).alias("topic"), "key", F.col("value").cast("binary"), "headers",
                                        F.col("topic").alias("source_topic"),
                                        F.col("partition").alias("source_partition"), "offset"))
-        written = 0
         if frames:
             union = frames[0]
             for frame in frames[1:]:
@@ -170,10 +187,55 @@ class FlattenWriter:
                 union = union.coalesce(parts)
             sink = TaskSink(self.sink.kafka, self.name, batch_id, self.fault)
             counts = union.mapInArrow(produce_partition(sink), RESULT_SCHEMA).collect()  # one row per task
-            written = sum(int(row["written"]) for row in counts)
-            skipped = sum(int(row["skipped"]) for row in counts)
-            if skipped:
-                log.info("records already in kafka, skipped", batch_id=batch_id, records=skipped)
+        self._finish(batch_id, counts)
+
+    def _flatten_in_tasks(self, batch: DataFrame, batch_id: int) -> None:
+        assert self.sink is not None and self.topic_rule is not None
+        if batch_id <= self.sink.last_committed:
+            log.info("micro-batch already in kafka, skipped", batch_id=batch_id, last=self.sink.last_committed)
+            return
+        self._ensure_output_topics()
+        sink = TaskSink(self.sink.kafka, self.name, batch_id, self.fault)
+        smt, schemas_out, rule = self.smt, self.schemas_out, self.topic_rule
+
+        def flattener() -> RecordFlattener:
+            return RecordFlattener(smt, schemas_out)
+
+        rows = batch.select("topic", "partition", "offset", "key", "value", "headers")
+        if self.source.min_partitions:
+            # Source partitions read in pieces are flattened piece by piece on every core, then
+            # brought together by source partition, in offset order, for their transactions.
+            parts = max(1, batch.rdd.getNumPartitions())
+            flat = (rows.mapInArrow(flatten_partition(flattener, rule), FLAT_SCHEMA)
+                    .repartition(parts, "source_topic", "source_partition")
+                    .sortWithinPartitions("source_topic", "source_partition", "offset"))
+            counts = flat.mapInArrow(produce_partition(sink), RESULT_SCHEMA).collect()
+        else:
+            counts = rows.mapInArrow(flatten_and_produce(sink, flattener, rule), RESULT_SCHEMA).collect()
+        self._finish(batch_id, counts)
+
+    def _ensure_output_topics(self) -> None:
+        """The output topic of every source topic, with as many partitions (a key lands where the
+        worker put it). A pattern's topics are listed from Kafka as Spark's source does, leaving
+        out this job's own outputs (a pattern may match them: no `t.flat.flat`)."""
+        assert self.sink is not None and self.topic_rule is not None
+        sources = list(self.source.topics)
+        if self.source.pattern is not None:
+            pattern = re.compile(self.source.pattern)
+            matched = {t for t in self.sink.admin.list_topics(timeout=60).topics if pattern.fullmatch(t)}
+            sources = sorted(matched - {output_topic(self.topic_rule, t) for t in matched})
+        for topic in sources:
+            target = output_topic(self.topic_rule, topic)
+            if target not in self._partitions:
+                self._partitions[target] = self.sink.partitions_of(topic)
+                self.sink.ensure_topic(target, self._partitions[target])
+
+    def _finish(self, batch_id: int, counts: list[Any]) -> None:
+        assert self.sink is not None
+        written = sum(int(row["written"]) for row in counts)
+        skipped = sum(int(row["skipped"]) for row in counts)
+        if skipped:
+            log.info("records already in kafka, skipped", batch_id=batch_id, records=skipped)
         self.sink.mark(batch_id, written)
         log.debug("micro-batch flattened to kafka", batch_id=batch_id, records=written)
 

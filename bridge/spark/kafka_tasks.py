@@ -34,6 +34,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from bridge.spark.errors import KafkaSinkError
+from bridge.spark.flatten import output_topic
+from bridge.spark.record_flattener import RecordFlattener
 
 TIMEOUT_S = 60.0
 FAULT_ENV = "CDC_BRIDGE_SPARK_TEST_FAULT"
@@ -157,38 +159,113 @@ def _maybe_fail(fault: Fault | None, batch_id: int, attempt: int, when: str) -> 
         raise KafkaSinkError(f"test fault ({FAULT_ENV}): micro-batch {batch_id} task attempt {attempt} {when}")
 
 
+OutputRow = tuple[str, bytes | None, bytes | None, Any, str, int, int]
+# output topic, key, value, headers [(key, value)], source topic, source partition, source offset
+FLAT_SCHEMA = ("topic string, key binary, value binary, headers array<struct<key:string,value:binary>>, "
+               "source_topic string, source_partition int, offset long")
+
+
 def produce_partition(sink: TaskSink) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The `mapInArrow` function: produce a task's rows, yield one (written, skipped) row."""
+    """The `mapInArrow` function over flattened rows (`FLAT_SCHEMA`): produce a task's rows,
+    yield one (written, skipped) row."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        yield _produce(sink, _flat_rows(batches))
+
+    return run
+
+
+def flatten_and_produce(sink: TaskSink, flattener: Callable[[], RecordFlattener],
+                        topic_rule: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The `mapInArrow` function over a task's raw Kafka rows (whole source partitions in offset
+    order): flatten them in Python and produce them, in one pass."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        yield _produce(sink, _flattened(batches, flattener(), topic_rule))
+
+    return run
+
+
+def flatten_partition(flattener: Callable[[], RecordFlattener],
+                      topic_rule: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The `mapInArrow` function over pieces of source partitions: their flattened rows
+    (`FLAT_SCHEMA`), to be brought together by source partition and produced."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        open_: dict[tuple[str, int], _Transaction] = {}
-        try:
-            for batch in batches:
-                columns = batch.to_pydict()
-                for topic, key, value, headers, source, partition, offset in zip(
-                        columns["topic"], columns["key"], columns["value"], columns["headers"],
-                        columns["source_topic"], columns["source_partition"], columns["offset"], strict=True):
-                    txn = open_.get((source, partition))
-                    if txn is None:
-                        txn = open_[(source, partition)] = _Transaction(sink, source, partition)
-                    txn.produce(topic, key, value,
-                                [(h["key"], h["value"]) for h in headers] if headers else None, offset)
-            for txn in open_.values():
-                txn.commit(sink.fault, attempt)
-        except BaseException:
-            for txn in open_.values():
-                txn.abort()
-            raise
-        finally:
-            for txn in open_.values():
-                txn.close()
-        written = sum(t.written for t in open_.values())
-        skipped = sum(t.skipped for t in open_.values())
-        yield pa.RecordBatch.from_pydict({"written": [written], "skipped": [skipped]})
+        schema = pa.schema([  # FLAT_SCHEMA's types
+            ("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
+            ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+            ("source_topic", pa.string()), ("source_partition", pa.int32()), ("offset", pa.int64())])
+        records = flattener()
+        for batch in batches:
+            rows = list(_flattened([batch], records, topic_rule))
+            columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema.names)
+            yield pa.RecordBatch.from_pydict({
+                name: [_as_header_structs(h) for h in column] if name == "headers" else list(column)
+                for name, column in zip(schema.names, columns, strict=True)}, schema=schema)
 
     return run
+
+
+def _as_header_structs(headers: Any) -> Any:
+    return None if headers is None else [{"key": k, "value": v} for k, v in headers]
+
+
+def _headers(structs: Any) -> list[tuple[str, bytes | None]] | None:
+    return [(h["key"], h["value"]) for h in structs] if structs else None
+
+
+def _flat_rows(batches: Iterator[Any]) -> Iterator[OutputRow]:
+    for batch in batches:
+        columns = batch.to_pydict()
+        for topic, key, value, headers, source, partition, offset in zip(
+                columns["topic"], columns["key"], columns["value"], columns["headers"],
+                columns["source_topic"], columns["source_partition"], columns["offset"], strict=True):
+            yield topic, key, value, _headers(headers), source, partition, offset
+
+
+def _flattened(batches: Iterator[Any] | list[Any], records: RecordFlattener, topic_rule: str) -> Iterator[OutputRow]:
+    targets: dict[str, str] = {}
+    for batch in batches:
+        columns = batch.to_pydict()
+        for source, partition, offset, key, value, headers in zip(
+                columns["topic"], columns["partition"], columns["offset"], columns["key"], columns["value"],
+                columns["headers"], strict=True):
+            flat = records.flatten(value, _headers(headers),
+                                   lambda: f"topic {source} partition {partition} offset {offset}")  # noqa: B023
+            if flat is None:
+                continue
+            target = targets.get(source)
+            if target is None:
+                target = targets[source] = output_topic(topic_rule, source)
+            yield target, key, flat.value, flat.headers, source, partition, offset
+
+
+def _produce(sink: TaskSink, rows: Iterator[OutputRow]) -> Any:
+    """Produce rows in one transaction per source topic-partition; one (written, skipped) batch."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    open_: dict[tuple[str, int], _Transaction] = {}
+    try:
+        for topic, key, value, headers, source, partition, offset in rows:
+            txn = open_.get((source, partition))
+            if txn is None:
+                txn = open_[(source, partition)] = _Transaction(sink, source, partition)
+            txn.produce(topic, key, value, headers, offset)
+        for txn in open_.values():
+            txn.commit(sink.fault, attempt)
+    except BaseException:
+        for txn in open_.values():
+            txn.abort()
+        raise
+    finally:
+        for txn in open_.values():
+            txn.close()
+    written = sum(t.written for t in open_.values())
+    skipped = sum(t.skipped for t in open_.values())
+    return pa.RecordBatch.from_pydict({"written": [written], "skipped": [skipped]})

@@ -47,14 +47,14 @@ def _make_optional(schema: dict[str, Any]) -> dict[str, Any]:
     return rebuilt
 
 
-def _field(envelope: dict[str, Any], name: str) -> dict[str, Any] | None:
+def field_of(envelope: dict[str, Any], name: str) -> dict[str, Any] | None:
     for field in envelope.get("fields", []):
         if field.get("field") == name:
             return dict(field)
     return None
 
 
-def _is_cell(schema: dict[str, Any]) -> bool:
+def is_cell(schema: dict[str, Any]) -> bool:
     fields = schema.get("fields") or []
     return (schema.get("type") == "struct" and str(schema.get("name") or "").endswith(".Cell")
             and len(fields) == 1 and fields[0].get("field") == "value")
@@ -66,27 +66,27 @@ def _without_field(schema: dict[str, Any]) -> dict[str, Any]:
 
 def optional_after_schema_json(envelope: dict[str, Any]) -> str:
     """The value schema of a `tombstone`-mode delete: `after`'s schema as it is (cells included)."""
-    after = _field(envelope, "after")
+    after = field_of(envelope, "after")
     assert after is not None
     return orjson.dumps(_ordered(_without_field(after))).decode()
 
 
-def _reference_schema(envelope: dict[str, Any], struct: str | None, field: str) -> dict[str, Any] | None:
-    parent = envelope if struct is None else _field(envelope, struct)
+def reference_schema(envelope: dict[str, Any], struct: str | None, field: str) -> dict[str, Any] | None:
+    parent = envelope if struct is None else field_of(envelope, struct)
     if parent is None or parent.get("type") != "struct":
         return None
-    return _field(parent, field)
+    return field_of(parent, field)
 
 
 def flattened_schema(envelope: dict[str, Any], side: str, options: SmtOptions) -> dict[str, Any]:
-    row = _field(envelope, side)
+    row = field_of(envelope, side)
     assert row is not None
     changed = options.unwrap_cells or options.rewrite or bool(options.add_fields)
     if not changed:
         return _ordered(_without_field(row))
     fields: list[dict[str, Any]] = []
     for field in row.get("fields", []):
-        if options.unwrap_cells and _is_cell(field):
+        if options.unwrap_cells and is_cell(field):
             inner = _make_optional(_without_field(field["fields"][0]))
             fields.append(_ordered({**inner, "field": field["field"]}))
         else:
@@ -94,7 +94,7 @@ def flattened_schema(envelope: dict[str, Any], side: str, options: SmtOptions) -
     if options.rewrite:
         fields.append({"type": "string", "optional": True, "field": DELETED_FIELD})
     for ref in options.add_fields:
-        source = _reference_schema(envelope, ref.struct, ref.field)
+        source = reference_schema(envelope, ref.struct, ref.field)
         if source is not None:
             fields.append(_ordered({**_basics(source, optional=True), "field": ref.new_name}))
     result = _basics(row, optional=False)

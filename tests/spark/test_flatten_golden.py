@@ -76,7 +76,8 @@ def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
             emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
 
 
-def flattened(spark: Any, stack: Endpoints, prefix: str, schemas: bool) -> dict[str, list[tuple[str, Any, Any]]]:
+def flattened(spark: Any, stack: Endpoints, prefix: str, schemas: bool,
+              schemas_out: bool | None = None) -> dict[str, list[tuple[str, Any, Any]]]:
     """{mode: [(topic kind, value text, headers)]} in topic/offset order, in one Spark job."""
     from pyspark.sql import functions as F
 
@@ -92,8 +93,8 @@ def flattened(spark: Any, stack: Endpoints, prefix: str, schemas: bool) -> dict[
     for mode, properties in MODES.items():
         options = SmtOptions.from_properties(properties)
         for group in groups:
-            frames.append(flatten(group, options, schemas).select(F.lit(mode).alias("mode"), "topic", "offset",
-                                                                  "value", "headers"))
+            frame = flatten(group, options, schemas if schemas_out is None else schemas_out)
+            frames.append(frame.select(F.lit(mode).alias("mode"), "topic", "offset", "value", "headers"))
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
@@ -188,3 +189,31 @@ def test_schemas_on_carry_the_flattened_connect_schema(spark: Any, stack: Endpoi
     assert tombstone["schema"]["name"] == f"{base}.After" and tombstone["schema"]["optional"] is True
     assert [f["field"] for f in tombstone["schema"]["fields"]] == ["ck", "pk", "s", "s__elements", "t", "v"]
     assert tombstone["schema"]["fields"][5]["name"] == f"{base}.v.Cell"  # cells still wrapped: not flattened
+
+
+def test_the_tasks_record_flattener_writes_what_the_spark_flattening_writes(spark: Any, stack: Endpoints,
+                                                                           written: dict[str, Written]) -> None:
+    """JSON with schemas, every delete mode, with and without schemas out: the per-record Python
+    flattening the tasks run into Kafka gives the same values and headers, byte for byte, and
+    drops the same records."""
+    from bridge.spark.record_flattener import RecordFlattener
+    from bridge.spark.smt_options import SmtOptions
+
+    prefix = written["true"].prefix
+    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", stack.kafka_bootstrap)
+           .option("subscribePattern", prefix + r"\..*").option("includeHeaders", "true").load()
+           .orderBy("topic", "offset").collect())
+    for schemas_out in (True, False):
+        expected = flattened(spark, stack, prefix, schemas=True, schemas_out=schemas_out)
+        for mode, properties in MODES.items():
+            records = RecordFlattener(SmtOptions.from_properties(properties), schemas_out)
+            got = []
+            for row in raw:
+                headers = [(h["key"], bytes(h["value"])) for h in row["headers"] or []]
+                flat = records.flatten(None if row["value"] is None else bytes(row["value"]), headers or None,
+                                       lambda: "a golden record")
+                if flat is not None:
+                    kind = "dropped" if row["topic"].endswith(".dropped") else f"data@{row['offset']}"
+                    got.append((kind, None if flat.value is None else flat.value.decode(), flat.headers or []))
+            assert got == expected[mode], (mode, schemas_out)
+    assert any(value is not None and '"payload":{' in value for _, value, _ in expected["rewrite"])
