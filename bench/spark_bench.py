@@ -134,7 +134,7 @@ def _spark(endpoints: Any, folder: Path, name: str, topics: list[str], keyspace:
     spark = build_session("local[2]", app_name="cdc-bridge-bench")
     out: dict[str, Any] = {"session_start_s": round(time.monotonic() - began, 1)}
     source = SourceOptions(bootstrap_servers=endpoints.kafka_bootstrap, topics=tuple(topics),
-                           value_format=ValueFormat.JSON_SCHEMAS, max_offsets_per_trigger=args.batch or None)
+                           value_format=ValueFormat.JSON_SCHEMAS, max_offsets_per_trigger=args.batch)
     rows = spark.read.format("kafka").option("kafka.bootstrap.servers", endpoints.kafka_bootstrap) \
         .option("subscribe", ",".join(topics)).option("kafka.isolation.level", "read_committed").load().count()
     out["input_records"] = rows

@@ -165,7 +165,7 @@ def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converte
     documented += extra or []
     catch = _run([*documented, "--available-now"], folder / "catchup.log")
     events = _events(folder / "catchup.log")
-    batches = [e for e in events if e.get("event") == "micro-batch done"]
+    batches = [e for e in events if e.get("event") == "micro-batch done" and "rows" in e]
     started = next((e for e in events if e.get("event") == "query started"), None)
     rows = sum(int(b["rows"]) for b in batches)
     result: dict[str, Any] = {
@@ -227,7 +227,7 @@ def _overhead(endpoints: Any, documented: list[str], topic: str, folder: Path) -
 
     def feed() -> bool:
         events = _events(log)
-        done = [e for e in events if e.get("event") == "micro-batch done"]
+        done = [e for e in events if e.get("event") == "micro-batch done" and "rows" in e]
         if any(e.get("event") == "query started" for e in events) and len(done) >= len(sent):
             if len(sent) == len(plan):
                 return True
@@ -239,7 +239,7 @@ def _overhead(endpoints: Any, documented: list[str], topic: str, folder: Path) -
         return False
 
     run = _run([*documented, "--trigger-interval", "1 second"], log, until=feed, timeout_s=600)
-    done = [e for e in _events(log) if e.get("event") == "micro-batch done"]
+    done = [e for e in _events(log) if e.get("event") == "micro-batch done" and "rows" in e]
     by_kind: dict[str, list[float]] = {"record": [], "tombstone": []}
     for kind, event in zip(sent, done, strict=False):
         if event["rows"] == 1:

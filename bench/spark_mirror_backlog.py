@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_flatten_backlog import CLI
 from spark_flatten_backlog import _events as events_of
+from spark_flatten_backlog import _overhead as overhead_of
 from spark_flatten_backlog import _run as run_cli
 from spark_flatten_backlog import _timestamp as timestamp_of
 from worker_bench import catchup, properties
@@ -177,6 +178,10 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
             result["compare"] = compare(spark, str(delta), compare_with, keyspace)
         finally:
             spark.stop()
+    # 1-record and tombstone-only micro-batches into a mirror of its own, from the topic's end
+    fresh = ["--config", str(config), "--checkpoint", str(folder / "checkpoint-overhead"),
+             "--delta", str(folder / "mirror-overhead"), "--starting-offsets", "latest"]
+    result["overhead"] = overhead_of(endpoints, fresh, topics[0], folder)
     result["load_average"] = os.getloadavg()
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     return result

@@ -20,10 +20,6 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TOPIC_RULE = "{topic}.flat"
-# Records per micro-batch unless told: docs/spark.md ("Throughput and memory") has the
-# measurements behind it. A micro-batch is persisted whole (memory, spilling to disk) while its
-# outputs are written, so the cap bounds the heap a micro-batch needs.
-DEFAULT_MAX_OFFSETS = 50_000
 # A 2-core, 4 GiB machine: 1 GiB of heap for the driver (local mode: the tasks too), the rest to
 # the Python workers, Kafka's client buffers and the page cache.
 DEFAULT_MEMORY = "1g"
@@ -81,9 +77,10 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "(default derived from the checkpoint path)")
     parser.add_argument("--starting-offsets", default="earliest", help="earliest | latest | Spark's JSON, "
                         "used only by a new checkpoint")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=DEFAULT_MAX_OFFSETS,
-                        help="cap on records per micro-batch, over all topics (default %(default)s; 0: no cap, "
-                        "one micro-batch takes everything there is)")
+    parser.add_argument("--max-offsets-per-trigger", type=int,
+                        help="cap on records per micro-batch, over all topics (default 200,000 for flatten of JSON "
+                        "with schemas into Kafka alone, else 50,000; 0: no cap, one micro-batch takes everything "
+                        "there is)")
     parser.add_argument("--min-partitions", type=int, help="Spark partitions per micro-batch at least: big Kafka "
                         "partitions are read in pieces (Spark's minPartitions; flatten's default: the default "
                         "parallelism, e.g. 2 in local[2], when the topics have fewer partitions than that; 0: one "

@@ -53,7 +53,7 @@ class SourceOptions:
     value_format: ValueFormat = ValueFormat.JSON_SCHEMAS
     registry_url: str | None = None
     starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int | None = None
+    max_offsets_per_trigger: int | None = None  # None: the job's default cap (below); 0: no cap
     kafka: dict[str, str] = field(default_factory=dict)  # more Kafka client settings (SASL, TLS, ...)
     # Spark partitions at least, splitting big Kafka partitions' offset ranges (Spark's
     # `minPartitions`): the read and the flattening of one source partition then use every core.
@@ -79,6 +79,13 @@ class RunOptions:
         digest = hashlib.sha1(str(Path(self.checkpoint).absolute()).encode()).hexdigest()[:10]
         return f"{kind}-{digest}"
 
+
+# Records per micro-batch unless told (docs/spark.md, "Bounded micro-batches"). A micro-batch
+# parsed by Spark is persisted whole (memory, spilling to disk) while its outputs are written, so
+# the cap bounds what it needs; flatten's tasks that flatten JSON with schemas in Python stream
+# their records through, so their cap only spreads the fixed cost of a micro-batch (about 1 s).
+BATCH_CAP = 50_000
+BATCH_CAP_STREAMED = 200_000
 
 # The Kafka consumer's fetch sizes: its 1 MB per partition is 150-200 records of a JSON-with-schemas
 # envelope (5-7 KB), one round trip each; 16 MB read 40,000 of them in 1.8 s instead of 4.5 s
@@ -131,11 +138,11 @@ class FlattenWriter:
         self._partitions: dict[str, int] = {}
         # JSON with schemas into Kafka only (the documented default): the tasks flatten each
         # record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
-        self._flattens_in_tasks = (source.value_format is ValueFormat.JSON_SCHEMAS and delta_root is None
+        self.flattens_in_tasks = (source.value_format is ValueFormat.JSON_SCHEMAS and delta_root is None
                                    and topic_rule is not None)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        if self._flattens_in_tasks:
+        if self.flattens_in_tasks:
             self._flatten_in_tasks(batch, batch_id)
             return
         batch = prepare(batch, self.source.value_format).persist()
@@ -273,6 +280,9 @@ def start_flatten(spark: SparkSession, source: SourceOptions, smt: SmtOptions, r
     if schemas_out is None:
         schemas_out = source.value_format is ValueFormat.JSON_SCHEMAS
     writer = FlattenWriter(source, smt, name, topic_rule, delta_root, schemas_out, commit_topic)
+    if source.max_offsets_per_trigger is None:
+        cap = BATCH_CAP_STREAMED if writer.flattens_in_tasks else BATCH_CAP
+        source = dataclasses.replace(source, max_offsets_per_trigger=cap)
     return start(spark, read_stream(spark, source), writer, run, name)
 
 
@@ -295,5 +305,7 @@ def _split_for(source: SourceOptions, parallelism: int) -> int | None:
 
 def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str) -> Any:
     name = run.job_name("mirror")
+    if source.max_offsets_per_trigger is None:
+        source = dataclasses.replace(source, max_offsets_per_trigger=BATCH_CAP)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source))
     return start(spark, read_stream(spark, source), writer, run, name)

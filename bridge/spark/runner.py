@@ -111,7 +111,7 @@ def source_options(job: JobRequest) -> Any:
     return SourceOptions(bootstrap_servers=bootstrap, topics=tuple(topics), pattern=job.topic_pattern,
                          value_format=ValueFormat(job.value_format or value_format or "json-schemas"),
                          registry_url=job.registry_url or registry, starting_offsets=job.starting_offsets,
-                         max_offsets_per_trigger=job.max_offsets_per_trigger or None, kafka=kafka,
+                         max_offsets_per_trigger=job.max_offsets_per_trigger, kafka=kafka,
                          min_partitions=job.min_partitions)
 
 
