@@ -38,7 +38,7 @@ from bridge.spark.kafka_tasks import (
     produce_partition,
 )
 from bridge.spark.mirror import MirrorWriter
-from bridge.spark.record_flattener import RecordFlattener
+from bridge.spark.record_flattener import Flattener, RecordFlattener
 from bridge.spark.smt_options import SmtOptions
 
 log = structlog.get_logger(__name__)
@@ -82,7 +82,7 @@ class RunOptions:
 
 # Records per micro-batch unless told (docs/spark.md, "Bounded micro-batches"). A micro-batch
 # parsed by Spark is persisted whole (memory, spilling to disk) while its outputs are written, so
-# the cap bounds what it needs; flatten's tasks that flatten JSON with schemas in Python stream
+# the cap bounds what it needs; flatten's tasks that flatten JSON with schemas or Avro in Python stream
 # their records through, so their cap only spreads the fixed cost of a micro-batch (about 1 s).
 BATCH_CAP = 50_000
 BATCH_CAP_STREAMED = 200_000
@@ -136,10 +136,10 @@ class FlattenWriter:
                      if topic_rule is not None else None)
         self.fault = Fault.from_env()
         self._partitions: dict[str, int] = {}
-        # JSON with schemas into Kafka only (the documented default): the tasks flatten each
-        # record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
-        self.flattens_in_tasks = (source.value_format is ValueFormat.JSON_SCHEMAS and delta_root is None
-                                   and topic_rule is not None)
+        # JSON with schemas (the documented default) or Avro into Kafka only: the tasks flatten
+        # each record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
+        self.flattens_in_tasks = (source.value_format in (ValueFormat.JSON_SCHEMAS, ValueFormat.AVRO)
+                                  and delta_root is None and topic_rule is not None)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.flattens_in_tasks:
@@ -204,9 +204,14 @@ class FlattenWriter:
         self._ensure_output_topics()
         sink = TaskSink(self.sink.kafka, self.name, batch_id, self.fault)
         smt, schemas_out, rule = self.smt, self.schemas_out, self.topic_rule
+        registry = self.source.registry_url if self.source.value_format is ValueFormat.AVRO else None
 
-        def flattener() -> RecordFlattener:
-            return RecordFlattener(smt, schemas_out)
+        def flattener() -> Flattener:  # runs in the task
+            if registry is None:
+                return RecordFlattener(smt, schemas_out)
+            from bridge.spark.avro import AvroDecoder, AvroRecordFlattener
+
+            return AvroRecordFlattener(smt, schemas_out, AvroDecoder(registry))
 
         rows = batch.select("topic", "partition", "offset", "key", "value", "headers")
         if self.source.min_partitions:

@@ -35,7 +35,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from bridge.spark.errors import KafkaSinkError
 from bridge.spark.flatten import output_topic
-from bridge.spark.record_flattener import RecordFlattener
+from bridge.spark.record_flattener import Flattener
 
 TIMEOUT_S = 60.0
 FAULT_ENV = "CDC_BRIDGE_SPARK_TEST_FAULT"
@@ -175,7 +175,7 @@ def produce_partition(sink: TaskSink) -> Callable[[Iterator[Any]], Iterator[Any]
     return run
 
 
-def flatten_and_produce(sink: TaskSink, flattener: Callable[[], RecordFlattener],
+def flatten_and_produce(sink: TaskSink, flattener: Callable[[], Flattener],
                         topic_rule: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInArrow` function over a task's raw Kafka rows (whole source partitions in offset
     order): flatten them in Python and produce them, in one pass."""
@@ -186,7 +186,7 @@ def flatten_and_produce(sink: TaskSink, flattener: Callable[[], RecordFlattener]
     return run
 
 
-def flatten_partition(flattener: Callable[[], RecordFlattener],
+def flatten_partition(flattener: Callable[[], Flattener],
                       topic_rule: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInArrow` function over pieces of source partitions: their flattened rows
     (`FLAT_SCHEMA`), to be brought together by source partition and produced."""
@@ -226,7 +226,7 @@ def _flat_rows(batches: Iterator[Any]) -> Iterator[OutputRow]:
             yield topic, key, value, _headers(headers), source, partition, offset
 
 
-def _flattened(batches: Iterator[Any] | list[Any], records: RecordFlattener, topic_rule: str) -> Iterator[OutputRow]:
+def _flattened(batches: Iterator[Any] | list[Any], records: Flattener, topic_rule: str) -> Iterator[OutputRow]:
     targets: dict[str, str] = {}
     for batch in batches:
         columns = batch.to_pydict()

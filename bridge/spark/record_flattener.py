@@ -11,9 +11,11 @@ flattened row, and written after the flattened schema's text, in the one Spark j
 The output is the Spark flattening's, byte for byte (tests/spark/test_flatten_golden.py runs both
 over the same records): strings and numbers are written back as Jackson writes them (the worker's
 own JSON writer; `float32`/`float64` values, known from the schema, in Java's `Float.toString` /
-`Double.toString`). One difference, where the Spark path is wrong: a map with keys that are not
-text, which JsonConverter writes as an array of `[key, value]` pairs, stays that array (Spark's
-path turns it into a quoted string, against its own schema).
+`Double.toString`). Two differences, where this path writes what Kafka Connect's JsonConverter
+writes and Spark's `to_json` does not: a character beyond U+FFFF is escaped as a UTF-16
+surrogate pair (Spark writes it raw), and a map with keys that are not text stays the array of
+`[key, value]` pairs JsonConverter wrote (Spark's path turns it into a quoted string, against its
+own schema).
 """
 
 from __future__ import annotations
@@ -173,49 +175,31 @@ def _value(value: Any, unwrap: bool, wrap: Wrap | None) -> Any:
     return value if wrap is None or value is None else wrap(value)
 
 
-class RecordFlattener:
-    """Flattens JSON-with-schemas messages of any topic and schema; one per task."""
+class Flattener:
+    """What a task flattens its records with (one per task): a message's bytes to its flattened
+    record, the plans of the schemas met kept. The subclasses read a format."""
 
     def __init__(self, options: SmtOptions, schemas_out: bool) -> None:
         self._options, self._schemas_out = options, schemas_out
-        self._plans: dict[bytes, EnvelopePlan | None] = {}  # schema text -> plan (None: not an envelope)
         self._tombstone_headers = tuple((ref.new_name, b"d") for ref in options.add_headers
                                         if ref.field == "op" and ref.struct is None)
 
     def flatten(self, value: bytes | None, headers: Headers | None,
                 where: Callable[[], str]) -> Flattened | None:
-        """`where()` names the record (topic, partition, offset) in an error."""
-        if value is None:  # Debezium's tombstone after a delete
-            if not self._options.keep_tombstones:
-                return None
-            added = list(self._tombstone_headers)
-            return Flattened(None, [*(headers or []), *added] if added else headers)
-        cut = value.find(PAYLOAD)
-        if not value.startswith(SCHEMA_HEAD) or cut < 0:
-            raise BadEnvelopeError(f"{where()}: not JSON with a schema (is value.converter.schemas.enable=false? "
-                                   "then use --format json)")
-        schema_text = value[len(SCHEMA_HEAD):cut]
-        if schema_text not in self._plans:
-            self._plans[schema_text] = self._plan(schema_text, where)
-        plan = self._plans[schema_text]
-        if plan is None:
-            return Flattened(value, headers)  # not an envelope (the dropped-changes topic): unchanged
-        try:
-            envelope = _loads(value[cut + len(PAYLOAD):-1])
-        except ValueError as error:
-            raise BadEnvelopeError(f"{where()}: the payload is not JSON: {error}") from None
-        if not isinstance(envelope, dict):
-            raise BadEnvelopeError(f"{where()}: the payload is not an envelope object")
-        try:
-            return plan.flatten(envelope, headers)
-        except BadEnvelopeError as error:
-            raise BadEnvelopeError(f"{where()}: {error}") from None
+        """None when the record flattens to nothing; `where()` names the record (topic, partition,
+        offset) in an error."""
+        if value is not None:
+            return self.flatten_value(value, headers, where)
+        if not self._options.keep_tombstones:  # Debezium's tombstone after a delete
+            return None
+        added = list(self._tombstone_headers)
+        return Flattened(None, [*(headers or []), *added] if added else headers)
 
-    def _plan(self, schema_text: bytes, where: Callable[[], str]) -> EnvelopePlan | None:
-        try:
-            schema = _loads(schema_text)
-        except ValueError:
-            raise BadEnvelopeError(f"{where()}: the schema part of the message is not JSON") from None
+    def flatten_value(self, value: bytes, headers: Headers | None, where: Callable[[], str]) -> Flattened | None:
+        raise NotImplementedError
+
+    def plan(self, schema: Any, where: Callable[[], str]) -> EnvelopePlan | None:
+        """The plan of a Connect schema; None when it is not an envelope's (passed unchanged)."""
         if not isinstance(schema, dict) or schema.get("type") != "struct" \
                 or not str(schema.get("name") or "").endswith(".Envelope"):
             return None
@@ -223,3 +207,42 @@ class RecordFlattener:
             return EnvelopePlan(schema, self._options, self._schemas_out)
         except (BadEnvelopeError, KeyError, TypeError, IndexError) as error:
             raise BadEnvelopeError(f"{where()}: not a Connect envelope schema: {error!r}") from None
+
+    @staticmethod
+    def apply(plan: EnvelopePlan, envelope: Any, headers: Headers | None,
+              where: Callable[[], str]) -> Flattened | None:
+        if not isinstance(envelope, dict):
+            raise BadEnvelopeError(f"{where()}: the payload is not an envelope object")
+        try:
+            return plan.flatten(envelope, headers)
+        except BadEnvelopeError as error:
+            raise BadEnvelopeError(f"{where()}: {error}") from None
+
+
+class RecordFlattener(Flattener):
+    """JSON with schemas (`{"schema":...,"payload":...}`), any topic and schema."""
+
+    def __init__(self, options: SmtOptions, schemas_out: bool) -> None:
+        super().__init__(options, schemas_out)
+        self._plans: dict[bytes, EnvelopePlan | None] = {}  # schema text -> plan (None: not an envelope)
+
+    def flatten_value(self, value: bytes, headers: Headers | None, where: Callable[[], str]) -> Flattened | None:
+        cut = value.find(PAYLOAD)
+        if not value.startswith(SCHEMA_HEAD) or cut < 0:
+            raise BadEnvelopeError(f"{where()}: not JSON with a schema (is value.converter.schemas.enable=false? "
+                                   "then use --format json)")
+        schema_text = value[len(SCHEMA_HEAD):cut]
+        if schema_text not in self._plans:
+            try:
+                schema = _loads(schema_text)
+            except ValueError:
+                raise BadEnvelopeError(f"{where()}: the schema part of the message is not JSON") from None
+            self._plans[schema_text] = self.plan(schema, where)
+        plan = self._plans[schema_text]
+        if plan is None:
+            return Flattened(value, headers)  # not an envelope (the dropped-changes topic): unchanged
+        try:
+            envelope = _loads(value[cut + len(PAYLOAD):-1])
+        except ValueError as error:
+            raise BadEnvelopeError(f"{where()}: the payload is not JSON: {error}") from None
+        return self.apply(plan, envelope, headers, where)

@@ -6,9 +6,11 @@ stalls to the live traffic."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +22,6 @@ from bridge.stack.process import (
     PidFile,
     StackError,
     log_tail,
-    pid_alive,
     port_open,
     run_checked,
     spawn,
@@ -68,16 +69,21 @@ class Toxiproxy:
         pid = spawn([str(self.binary), "-host", self.host, "-port", str(self.api_port)], self.home, log)
         self._pid.write(pid)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        exit_status: int | None = None
+        while time.monotonic() < deadline and exit_status is None:
             try:
                 self.call("GET", "/version")
                 return
             except OSError:
-                if not pid_alive(pid, self._marker):
-                    break
+                exit_status = _exit_status(pid)
                 time.sleep(0.2)
-        self.stop()  # never left running behind a failed start
-        raise StackError(f"toxiproxy (pid {pid}) did not answer on port {self.api_port}:\n{log_tail(log)}")
+        if exit_status is None:  # never left running behind a failed start
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _exit_status(pid)
+        self._pid.remove()
+        ended = f"it exited with status {exit_status}" if exit_status is not None else f"not within {timeout_s:.0f} s"
+        raise StackError(f"toxiproxy (pid {pid}) did not answer on port {self.api_port}, {ended}:\n{log_tail(log)}")
 
     def stop(self) -> None:
         pid = self._pid.read()
@@ -104,6 +110,16 @@ class Toxiproxy:
             return json.loads(text) if text else None
         except ValueError:
             return text.decode()  # /version answers in plain text
+
+
+def _exit_status(pid: int) -> int | None:
+    """The exit status of our child `pid` once it ended (reaped here), else None. Asked of the
+    kernel (waitpid), not of /proc: a start must not be taken for failed while its server lives."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status) if done else None
 
 
 @dataclass(frozen=True)
