@@ -1,8 +1,10 @@
 """Exactly-once Kafka output produced by the Spark tasks that hold the records (executor side).
 
-The flattened micro-batch reaches each task as Arrow batches (`mapInArrow`) of (output topic, key,
-value, headers, source topic, source partition, source offset), a source partition's records in
-one task and in offset order. Per source topic-partition the task opens one Kafka transaction with
+A micro-batch reaches each task as Arrow batches (`mapInArrow`), a source partition's records in
+one task and in offset order: either its raw Kafka records, which the task flattens itself as it
+produces them (`flatten_and_produce`, JSON with schemas and Avro), or records Spark already
+flattened (`produce_partition`: output topic, key, value, headers, source topic, source partition,
+source offset). Per source topic-partition the task opens one Kafka transaction with
 the transactional id `cdc-bridge-spark-<job>-<topic>-<partition>`:
 
 1. `init_transactions` fences any earlier producer of that id (a zombie or speculative attempt of
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,7 +228,7 @@ def _flat_rows(batches: Iterator[Any]) -> Iterator[OutputRow]:
             yield topic, key, value, _headers(headers), source, partition, offset
 
 
-def _flattened(batches: Iterator[Any] | list[Any], records: Flattener, topic_rule: str) -> Iterator[OutputRow]:
+def _flattened(batches: Iterable[Any], records: Flattener, topic_rule: str) -> Iterator[OutputRow]:
     targets: dict[str, str] = {}
     for batch in batches:
         columns = batch.to_pydict()
