@@ -39,6 +39,14 @@ class Written:
     ts_ms: list[int]  # source.ts_ms of the c, u, d envelopes
 
 
+def _four_changes(emu: Emulator, table: str, insert: str, update: str) -> list[Any]:
+    """An insert and an update of row (1, 1), its delete, and a range delete of its partition."""
+    records = emu.execute(f"INSERT INTO {table} {insert}")
+    records += emu.execute(f"UPDATE {table} SET {update} WHERE pk = 1 AND ck = 1")
+    records += emu.execute(f"DELETE FROM {table} WHERE pk = 1 AND ck = 1")
+    return records + emu.execute(f"DELETE FROM {table} WHERE pk = 1 AND ck > 3")
+
+
 @pytest.fixture(scope="module")
 def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
     """The same four changes written twice, as JSON without and with schemas."""
@@ -48,10 +56,8 @@ def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
                     "'replication_factor': 1}")
         emu.execute(f"CREATE TABLE {keyspace}.t (pk int, ck int, v int, t text, s set<int>, PRIMARY KEY (pk, ck))"
                     " WITH cdc = {'enabled': true}")
-        records = emu.execute(f"INSERT INTO {keyspace}.t (pk, ck, v, t) VALUES (1, 1, 5, 'x')")
-        records += emu.execute(f"UPDATE {keyspace}.t SET v = null, t = 'y', s = s + {{3}} WHERE pk = 1 AND ck = 1")
-        records += emu.execute(f"DELETE FROM {keyspace}.t WHERE pk = 1 AND ck = 1")
-        records += emu.execute(f"DELETE FROM {keyspace}.t WHERE pk = 1 AND ck > 3")
+        records = _four_changes(emu, f"{keyspace}.t", "(pk, ck, v, t) VALUES (1, 1, 5, 'x')",
+                                "v = null, t = 'y', s = s + {3}")
         schema = emu.table(keyspace, "t").schema
         producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
         failures: list[Any] = []
@@ -220,13 +226,11 @@ def typed(stack: Endpoints) -> Iterator[dict[str, str]]:
         emu.execute(f"CREATE TABLE {keyspace}.r (pk int, ck int, d double, f float, b blob, dt date, ts timestamp, "
                     "m map<int, text>, l frozen<list<double>>, u frozen<pt>, t text, PRIMARY KEY (pk, ck)) "
                     "WITH cdc = {'enabled': true}")
-        records = emu.execute(f"INSERT INTO {keyspace}.r (pk, ck, d, f, b, dt, ts, m, l, u, t) VALUES (1, 1, 1e21, "
-                              "0.1, 0xcafe, '2024-06-10', '2024-06-10 12:34:56.789+0000', {2: 'two'}, [1e-5, 2.5], "
-                              "{x: -0.0, label: 'tab\t 😀'}, 'ctl\x01')")
-        records += emu.execute(f"UPDATE {keyspace}.r SET d = 3.5, m = m + {{3: 'three'}}, t = null "
-                               "WHERE pk = 1 AND ck = 1")
-        records += emu.execute(f"DELETE FROM {keyspace}.r WHERE pk = 1 AND ck = 1")
-        records += emu.execute(f"DELETE FROM {keyspace}.r WHERE pk = 1 AND ck > 3")
+        records = _four_changes(
+            emu, f"{keyspace}.r", "(pk, ck, d, f, b, dt, ts, m, l, u, t) VALUES (1, 1, 1e21, "
+            "0.1, 0xcafe, '2024-06-10', '2024-06-10 12:34:56.789+0000', {2: 'two'}, [1e-5, 2.5], "
+            "{x: -0.0, label: 'tab\t 😀'}, 'ctl\x01')",
+            "d = 3.5, m = m + {3: 'three'}, t = null")
         schema = emu.table(keyspace, "r").schema
         producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
         failures: list[Any] = []
