@@ -135,7 +135,6 @@ class FlattenWriter:
         self.sink = (KafkaOutput({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, name, commit_topic)
                      if topic_rule is not None else None)
         self.fault = Fault.from_env()
-        self._partitions: dict[str, int] = {}
         # JSON with schemas (the documented default) or Avro into Kafka only: the tasks flatten
         # each record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
         self.flattens_in_tasks = (source.value_format in (ValueFormat.JSON_SCHEMAS, ValueFormat.AVRO)
@@ -168,9 +167,7 @@ class FlattenWriter:
             if group.kind == "tombstone" and not self.smt.keep_tombstones:
                 continue  # flattened to nothing: leaving it out keeps the topic's records in one group
             target = output_topic(self.topic_rule, group.topic)
-            if target not in self._partitions:
-                self._partitions[target] = self.sink.partitions_of(group.topic)
-                self.sink.ensure_topic(target, self._partitions[target])
+            self.sink.ensure_output_topic(target, group.topic)
             per_topic[group.topic] = per_topic.get(group.topic, 0) + 1
             frames.append(frame.select(F.lit(target).alias("topic"), "key", F.col("value").cast("binary"), "headers",
                                        F.col("topic").alias("source_topic"),
@@ -237,10 +234,7 @@ class FlattenWriter:
             matched = {t for t in self.sink.admin.list_topics(timeout=60).topics if pattern.fullmatch(t)}
             sources = sorted(matched - {output_topic(self.topic_rule, t) for t in matched})
         for topic in sources:
-            target = output_topic(self.topic_rule, topic)
-            if target not in self._partitions:
-                self._partitions[target] = self.sink.partitions_of(topic)
-                self.sink.ensure_topic(target, self._partitions[target])
+            self.sink.ensure_output_topic(output_topic(self.topic_rule, topic), topic)
 
     def _finish(self, batch_id: int, counts: list[Any]) -> None:
         assert self.sink is not None

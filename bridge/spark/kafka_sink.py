@@ -85,6 +85,12 @@ class KafkaOutput:
                     raise KafkaSinkError(f"creating topic {topic}: {error}") from error
         self._known_topics.add(topic)
 
+    def ensure_output_topic(self, target: str, source: str) -> None:
+        """The output topic `target` of `source`, with as many partitions (a key lands where the
+        worker put it); asked of Kafka once per target."""
+        if target not in self._known_topics:
+            self.ensure_topic(target, self.partitions_of(source))
+
     def partitions_of(self, topic: str) -> int:
         metadata = self.admin.list_topics(topic, timeout=TIMEOUT_S)
         found = metadata.topics.get(topic)
