@@ -54,7 +54,7 @@ _RANGE_STARTS = {Operation.RANGE_DELETE_START_INCLUSIVE: True, Operation.RANGE_D
 _RANGE_ENDS = {Operation.RANGE_DELETE_END_INCLUSIVE: True, Operation.RANGE_DELETE_END_EXCLUSIVE: False}
 
 
-def _envelope(source: dict[str, Any], before: Any, after: Any, op: str, now_micros: int) -> dict[str, Any]:
+def envelope(source: dict[str, Any], before: Any, after: Any, op: str, now_micros: int) -> dict[str, Any]:
     """The envelope value (field order = the Envelope schema's); `now_micros` is processing time."""
     return {
         "source": source,
@@ -165,7 +165,7 @@ class _RecordTranslator:
         else:
             after = plan.post_image_builder(post.values, key, _is_static_row(plan, post.values))
         self.out.append(KafkaRecord(plan.topic, key, plan.key_schema,
-                                    _envelope(self.source, self._before(row, key), after, code, self.now_micros),
+                                    envelope(self.source, self._before(row, key), after, code, self.now_micros),
                                     plan.value_schema))
 
     def _delete(self, row: LogRow) -> None:
@@ -174,8 +174,8 @@ class _RecordTranslator:
         before = self._before(row, key)
         if before is None:
             before = plan.delta_builder(row.values, key)
-        envelope = _envelope(self.source, before, None, "d", self.now_micros)
-        self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema))
+        value = envelope(self.source, before, None, "d", self.now_micros)
+        self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, value, plan.value_schema))
         if plan.tombstones_on_delete:
             self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, None, None))
 
@@ -231,5 +231,5 @@ def _single_upsert(plan: TablePlan, record: ChangeRecord, now_micros: int) -> Tr
         after = plan.delta_builder(values, key)
     except ValueConversionError as error:
         raise _RecordTranslator(plan, record, now_micros).error(row, str(error)) from None
-    envelope = _envelope(plan.source.block(write_micros(row.time)), None, after, _OP_CODES[row.operation], now_micros)
-    return Translation((KafkaRecord(plan.topic, key, plan.key_schema, envelope, plan.value_schema),), _NOTHING_DROPPED)
+    value = envelope(plan.source.block(write_micros(row.time)), None, after, _OP_CODES[row.operation], now_micros)
+    return Translation((KafkaRecord(plan.topic, key, plan.key_schema, value, plan.value_schema),), _NOTHING_DROPPED)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bridge.envelope.plan import TablePlan, build_plan
 from bridge.envelope.records import Translation
 from bridge.envelope.settings import EnvelopeSettings
+from bridge.envelope.snapshot import translate_snapshot
 from bridge.envelope.translate import translate
-from bridge.scylla.model import ChangeRecord
+from bridge.scylla.model import ChangeRecord, SnapshotRow
 from bridge.scylla.schema import TableSchema
 
 
@@ -52,3 +53,6 @@ class Translator:
 
     def translate(self, record: ChangeRecord, table: TableSchema) -> Translation:
         return translate(self.plan(table), record, self._clock())
+
+    def translate_snapshot(self, rows: Sequence[SnapshotRow], kind: str, table: TableSchema) -> Translation:
+        return translate_snapshot(self.plan(table), rows, kind, self._clock())

@@ -69,6 +69,10 @@ class Metrics:
             "cdc_bridge_possible_gaps", "Groups whose saved position was older than the log TTL (rows may "
             "have expired unread).", table, registry=r)
         self.ready = Gauge("cdc_bridge_ready", "1 when /readyz answers ready.", registry=r)
+        self.snapshot_groups = Gauge("cdc_bridge_snapshot_groups", "Groups whose snapshot this worker is "
+                                     "reading.", table, registry=r)
+        self.snapshot_progress = Gauge("cdc_bridge_snapshot_progress", "Share (0-1) of the token ranges done "
+                                       "by the snapshots this worker is reading, per table.", table, registry=r)
         self.offsets_records_corrupt_total = Counter(
             "cdc_bridge_offsets_records_corrupt", "Unreadable records read from the offsets topic, by kind: key "
             "(no connector's key: ignored), group_key (names this connector but no group), value (a group's "
@@ -92,6 +96,8 @@ class Metrics:
             for kind in QUERY_ERROR_KINDS:
                 self.query_errors_total.labels(keyspace, table, kind)
             self.possible_gaps_total.labels(keyspace, table)
+            self.snapshot_groups.labels(keyspace, table)
+            self.snapshot_progress.labels(keyspace, table)
             for action in ("passed", "failed"):
                 self.changes_failed_total.labels(keyspace, table, action)
             self.window_read_seconds.labels(keyspace, table)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bridge.scylla.groups import GroupId, StreamGroup
-from bridge.scylla.model import ChangeRecord
+from bridge.scylla.model import ChangeRecord, SnapshotRow
 from bridge.scylla.positions import Position
 
 
@@ -18,6 +18,19 @@ class RecordRead:
     group: GroupId
     record: ChangeRecord
     position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRead:
+    """Rows of whole partitions read by the group's snapshot (none when only progress is told);
+    `position` carries the snapshot's progress past them (commit it with their records).
+    `kind` is `source.snapshot`'s value, `fraction` the share of the group's tokens done."""
+
+    group: GroupId
+    rows: tuple[SnapshotRow, ...]
+    position: Position
+    kind: str
+    fraction: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +94,6 @@ class ReaderFailed:
 
 
 SourceEvent = (
-    RecordRead | GroupProgress | GroupDiscovered | GroupEndKnown | GroupFinished | PossibleGap
+    RecordRead | SnapshotRead | GroupProgress | GroupDiscovered | GroupEndKnown | GroupFinished | PossibleGap
     | GroupRetrying | ReaderFailed
 )

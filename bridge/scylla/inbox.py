@@ -1,7 +1,8 @@
 """The source scheduler's inbox: what other threads post to the one thread that owns the reading.
 
 The worker's thread posts starts, stops and wake-ups (`None`), the driver's threads page answers
-(`pages.PageAnswer`), and discovery's thread what it found, through `InboxSink`. The scheduler
+(`pages.PageAnswer`, `snapshot_pages.ScanAnswer`), and discovery's thread what it found, through
+`InboxSink`. The scheduler
 (`reader.py`) takes them in order and alone touches its state, so none of that state needs a lock.
 """
 
@@ -18,6 +19,7 @@ from bridge.scylla.groups import GroupId, StreamGroup
 from bridge.scylla.output import OutputBuffer
 from bridge.scylla.pages import PageAnswer
 from bridge.scylla.positions import Position
+from bridge.scylla.snapshot_pages import ScanAnswer
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +51,7 @@ class Call:
     apply: Callable[[], None]
 
 
-Message = Start | Stop | PageAnswer | Found | Call | None
+Message = Start | Stop | PageAnswer | ScanAnswer | Found | Call | None
 
 
 class InboxSink:

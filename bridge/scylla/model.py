@@ -82,3 +82,14 @@ class ChangeRecord:
     @property
     def last_seq(self) -> int:
         return self.rows[-1].batch_seq_no
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRow:
+    """One row of the base table as the snapshot hands it on: `values` in the CDC log's
+    representation (what a post-image row holds), `static` for a partition's static row (its
+    clustering columns null), `ts_us` the time its `r` carries."""
+
+    values: Mapping[str, Any]
+    static: bool
+    ts_us: int

@@ -17,6 +17,7 @@ from bridge.scylla.events import (
     GroupEndKnown,
     GroupProgress,
     RecordRead,
+    SnapshotRead,
     SourceEvent,
 )
 from bridge.scylla.groups import GroupId
@@ -41,7 +42,9 @@ def _about_the_table(event: SourceEvent) -> bool:
 
 
 def _rows_of(event: SourceEvent) -> int:
-    return len(event.record.rows) if event.__class__ is RecordRead else 0
+    if event.__class__ is RecordRead:
+        return len(event.record.rows)
+    return len(event.rows) if isinstance(event, SnapshotRead) else 0
 
 
 class OutputBuffer:

@@ -9,6 +9,10 @@ rows up to that sequence number were, so a resume hands on the rest of that reco
 
 A position with `last` None consumed nothing of its window, so a resume may plan windows
 afresh from `window_start_us`; one with `last` set must re-read exactly its saved window.
+
+A group being snapshotted (docs/worker.md, Snapshots) keeps its stream position where the
+snapshot began and carries the snapshot's progress beside it (`SnapshotProgress`), as extra
+fields of the offsets value that the Java connector ignores.
 """
 
 from __future__ import annotations
@@ -32,10 +36,23 @@ class ChangeId:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotProgress:
+    """How far a group's snapshot has gone: every partition of the group's token ranges whose
+    token is at most `after_token` has been handed on (None: none yet). `kind` is Debezium's
+    `source.snapshot` value (`true` for an initial snapshot, `incremental` for a signalled one);
+    `completed` marks an `initial_only` snapshot that is over (the group is not streamed)."""
+
+    kind: str = "true"
+    after_token: int | None = None
+    completed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Position:
     window_start_us: int
     window_end_us: int
     last: ChangeId | None = None
+    snapshot: SnapshotProgress | None = None
 
     def __post_init__(self) -> None:
         if self.window_end_us < self.window_start_us:
@@ -77,6 +94,12 @@ class Position:
             value["change_id_time"] = str(self.last.time)
             if self.last.batch_seq_no is not None:
                 value["batch_seq_no"] = str(self.last.batch_seq_no)
+        if self.snapshot is not None:
+            value["snapshot"] = self.snapshot.kind
+            if self.snapshot.after_token is not None:
+                value["snapshot_after_token"] = str(self.snapshot.after_token)
+            if self.snapshot.completed:
+                value["snapshot_completed"] = "true"
         return value
 
     @classmethod
@@ -93,9 +116,21 @@ class Position:
                     uuid.UUID(str(value["change_id_time"])),
                     None if seq is None else int(str(seq)),
                 )
+            snapshot = _snapshot_of(value)
         except (KeyError, ValueError) as error:
             raise ValueError(f"not a CDC offsets value: {dict(value)!r} ({error})") from error
-        return cls(start, max(start, end), last)
+        return cls(start, max(start, end), last, snapshot)
+
+
+def _snapshot_of(value: Mapping[str, object]) -> SnapshotProgress | None:
+    kind = value.get("snapshot")
+    if kind is None:
+        return None
+    if kind not in ("true", "incremental"):
+        raise ValueError(f"snapshot {kind!r} is neither true nor incremental")
+    token = value.get("snapshot_after_token")
+    return SnapshotProgress(str(kind), None if token is None else int(str(token)),
+                            value.get("snapshot_completed") == "true")
 
 
 def default_start_us(now_us: int, ttl_s: int, lookback_ms: int) -> int:

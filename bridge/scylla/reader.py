@@ -38,6 +38,7 @@ from bridge.scylla.events import (
     GroupDiscovered,
     GroupEndKnown,
     GroupFinished,
+    GroupProgress,
     PossibleGap,
     ReaderFailed,
     SourceEvent,
@@ -51,6 +52,8 @@ from bridge.scylla.output import OutputBuffer
 from bridge.scylla.pages import LogPages, PageAnswer
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
 from bridge.scylla.settings import ReaderSettings
+from bridge.scylla.snapshot_pages import ScanAnswer, SnapshotPages
+from bridge.scylla.snapshot_scan import ScanOutput, SnapshotScan, snapshot_start
 
 log = structlog.get_logger(__name__)
 _MAX_IDLE_S = 0.2
@@ -82,6 +85,8 @@ class SourceReader:
         )
         self._inbox: queue.Queue[Message] = queue.Queue()
         self._pages = LogPages(session, self.settings, self._profile, self._inbox.put)
+        self._snapshot_pages = SnapshotPages(session, self.settings, self._profile, self._inbox.put)
+        self._scans: dict[GroupId, SnapshotScan] = {}
         self._output = OutputBuffer()
         self._groups: dict[GroupId, StreamGroup] = {}
         self._tables: dict[TableKey, tuple[int, list[str]]] = {}
@@ -160,6 +165,8 @@ class SourceReader:
         # With no reader there is nothing to issue (and no sweep runs to move its timer on): wait
         # for the inbox, whose every message (a start, an answer, discovery) wakes the thread.
         # Without this the thread spun while the worker joined its group, at 100% of a core.
+        # Snapshot scans alone are woken by their answers (a retry waits at most this much more);
+        # the sweep timer only moves while there are readers, and read as due it spun the thread.
         if self._output.rows >= self.settings.max_buffered_rows or not self._readers:
             return _MAX_IDLE_S
         if self._due.any_due() and self._limiter.in_flight < self._limiter.limit:
@@ -185,8 +192,11 @@ class SourceReader:
         elif isinstance(message, Start):
             self._output.resume_group(message.group, message.stops_seen)
             self._start(message.group, message.position, message.saved)
+        elif isinstance(message, ScanAnswer):
+            self._on_scan_answer(message)
         elif isinstance(message, Stop):
             self._readers.pop(message.group, None)
+            self._scans.pop(message.group, None)
             self._pending.pop(message.group, None)
         elif isinstance(message, Found):
             self._on_found(message)
@@ -202,9 +212,12 @@ class SourceReader:
         return False
 
     def _issue(self) -> None:
-        if self._output.rows >= self.settings.max_buffered_rows or not self._readers:
+        if self._output.rows >= self.settings.max_buffered_rows:
             return
         now = self._now_us()
+        self._issue_scans(now)
+        if not self._readers:
+            return
         for group_id in self._due.take(now, self._readers):
             reader = self._readers.get(group_id)
             wake = None if reader is None or reader.done or self._blocked(reader) else reader.wake_at()
@@ -284,21 +297,104 @@ class SourceReader:
         self._pending.pop(group_id, None)
         now = self._now_us()
         ttl_s = self._tables.get((group.keyspace, group.table), (0, []))[0]
+        oldest = None if position is None or not saved else possible_gap_us(position, now, ttl_s)
+        gap = oldest is not None and (self._ends.get(group_id) is None or self._ends[group_id] > oldest)
+        if self._snapshot(group, position, gap, now):
+            return
         if position is None:
             position = Position.at(max(group.start_us, default_start_us(now, ttl_s, self.settings.initial_lookback_ms)))
-        elif saved:
-            oldest = possible_gap_us(position, now, ttl_s)
-            if oldest is not None and (self._ends.get(group_id) is None or self._ends[group_id] > oldest):
-                log.warning("cdc position older than the log TTL: possible gap", keyspace=group.keyspace,
-                            table=group.table, group=str(group_id), window_start_us=position.window_start_us,
-                            oldest_us=oldest)
-                self._output.put([PossibleGap(group_id, position, oldest)])
+        elif gap:
+            assert oldest is not None
+            log.warning("cdc position older than the log TTL: possible gap", keyspace=group.keyspace,
+                        table=group.table, group=str(group_id), window_start_us=position.window_start_us,
+                        oldest_us=oldest)
+            self._output.put([PossibleGap(group_id, position, oldest)])
+        self._stream(group, position)
+
+    def _stream(self, group: StreamGroup, position: Position) -> None:
+        group_id = group.id
         reader = GroupReader(group, position, self.settings, self._ends.get(group_id))
         # Until discovery has completed a round for the table, nothing is known to be safe to
         # read: a switch found later in the same round could end this group.
         reader.horizon_us = self._horizons.get((group.keyspace, group.table), 0)
         self._readers[group_id] = reader
         self._due.mark(group_id)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _snapshot(self, group: StreamGroup, position: Position | None, gap: bool, now: int) -> bool:
+        """Start or resume the group's snapshot when it has one to do; with `initial_only`, a
+        group without one is finished at once (the table is not streamed)."""
+        mode = self.settings.snapshot_mode
+        start = snapshot_start(mode, group, position, gap, now, self.settings.confidence_window_size_ms,
+                               self._ends.get(group.id))
+        if start is None:
+            if mode == "initial_only":
+                done = position or Position.at(group.start_us)
+                self._output.put([GroupFinished(group.id, done)])
+            return mode == "initial_only"
+        assert start.snapshot is not None
+        if start.snapshot.completed:
+            self._output.put([GroupFinished(group.id, start)])
+            return True
+        log.info("snapshot resumed" if start.snapshot.after_token is not None else "snapshot started",
+                 keyspace=group.keyspace, table=group.table, group=str(group.id),
+                 after_token=start.snapshot.after_token, stream_from_us=start.window_start_us, gap=gap)
+        self._scans[group.id] = SnapshotScan(group, start, self.settings, stream_after=mode != "initial_only")
+        return True
+
+    def _issue_scans(self, now: int) -> None:
+        running = sum(1 for scan in self._scans.values() if scan.in_flight)
+        for scan in list(self._scans.values()):
+            if running >= self.settings.snapshot_max_threads:
+                return
+            if scan.in_flight or scan.done or not self._limiter.take_up_to(1):
+                continue
+            request = scan.request(now)
+            if request is None:
+                self._limiter.release()
+                continue
+            running += 1
+            try:
+                future = self._snapshot_pages.send(request)
+            except Exception as error:
+                self._limiter.release()
+                self._emit_scan(scan, scan.on_error(request, error, now))
+                continue
+            self._snapshot_pages.watch(request, future)
+
+    def _on_scan_answer(self, answer: ScanAnswer) -> None:
+        self._limiter.release()
+        request = answer.request
+        if self._on_query is not None:
+            self._on_query(request.group.keyspace, request.group.table, answer.seconds, answer.error)
+        scan = self._scans.get(request.group.id)
+        if scan is None:
+            return
+        now = self._now_us()
+        if answer.error is not None:
+            self._emit_scan(scan, scan.on_error(request, answer.error, now))
+            return
+        try:
+            rows, paging_state = self._snapshot_pages.rows(answer)
+        except Exception as error:
+            self._emit_scan(scan, scan.on_error(request, error, now))
+            return
+        self._emit_scan(scan, scan.on_page(request, rows, paging_state, now))
+
+    def _emit_scan(self, scan: SnapshotScan, outputs: list[ScanOutput]) -> None:
+        """Hand the scan's outputs on; a finished snapshot streams the group from where it began."""
+        if not outputs:
+            return
+        self._output.put(list(outputs))
+        if not scan.done or self._scans.get(scan.group.id) is not scan:
+            return
+        del self._scans[scan.group.id]
+        group = scan.group
+        log.info("snapshot finished", keyspace=group.keyspace, table=group.table, group=str(group.id),
+                 rows=scan.rows_handed_on, failed=isinstance(outputs[-1], ReaderFailed))
+        if isinstance(outputs[-1], GroupProgress):
+            self._stream(group, outputs[-1].position)
 
     def _on_found(self, found: Found) -> None:
         events: list[SourceEvent] = []

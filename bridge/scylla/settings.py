@@ -15,6 +15,9 @@ CONSISTENCY_LEVELS = frozenset(
     {"ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
 )
 
+# Debezium's names; `never` is accepted as `no_data`'s old name (settings/model.py maps it).
+SNAPSHOT_MODES = ("no_data", "initial", "initial_only", "when_needed")
+
 
 @dataclass(frozen=True, slots=True)
 class ReaderSettings:
@@ -49,6 +52,12 @@ class ReaderSettings:
     - `backoff_base_ms` / `backoff_max_ms` (our own, 100 / 30000): retry delays on transient errors.
     - `missing_table_timeout_ms` (our own, default 60000): how long a missing log table is waited
       for before the group fails.
+    - `snapshot_mode` (`snapshot.mode`, default `no_data`): whether a group without a saved
+      position (`initial`, `initial_only`, `when_needed`), or with one older than the log's TTL
+      (`when_needed`), first reads its token ranges of the base table (docs/worker.md, Snapshots).
+    - `snapshot_fetch_size` (`snapshot.fetch.size`, default 1000): rows per page of a snapshot read.
+    - `snapshot_max_threads` (`snapshot.max.threads`, default 2): groups snapshotted at once by
+      one worker (each with one page in flight), so a snapshot cannot flood the cluster.
     """
 
     confidence_window_size_ms: int = 30_000
@@ -70,6 +79,9 @@ class ReaderSettings:
     min_window_size_ms: int = 1_000
     max_window_size_ms: int = 3_600_000
     target_rows_per_window: int = 5_000
+    snapshot_mode: str = "no_data"
+    snapshot_fetch_size: int = 1_000
+    snapshot_max_threads: int = 2
 
     def __post_init__(self) -> None:
         for name in (
@@ -81,7 +93,8 @@ class ReaderSettings:
         for name in (
             "max_inflight_queries", "poll_interval_ms", "metadata_poll_interval_ms", "page_size",
             "max_buffered_rows", "request_timeout_ms", "backoff_base_ms", "backoff_max_ms",
-            "min_window_size_ms", "max_window_size_ms", "target_rows_per_window",
+            "min_window_size_ms", "max_window_size_ms", "target_rows_per_window", "snapshot_fetch_size",
+            "snapshot_max_threads",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{setting_key(name)}: must be > 0, got {getattr(self, name)}")
@@ -90,6 +103,8 @@ class ReaderSettings:
                 f"{setting_key('consistency_level')}: {self.consistency_level!r} is not one of"
                 f" {', '.join(sorted(CONSISTENCY_LEVELS))}"
             )
+        if self.snapshot_mode not in SNAPSHOT_MODES:
+            raise ValueError(f"snapshot.mode: {self.snapshot_mode!r} is not one of {', '.join(SNAPSHOT_MODES)}")
         if self.min_window_size_ms > self.max_window_size_ms:
             raise ValueError("min_window_size_ms: must not exceed max_window_size_ms")
 
@@ -104,6 +119,8 @@ _PROPERTY_KEYS = {
     "initial_lookback_ms": "scylla.initial.lookback.ms",
     "vnodes_metadata_keyspace": "scylla.cdc.metadata.vnodes.keyspace",
     "tablets_metadata_keyspace": "scylla.cdc.metadata.tablets.keyspace",
+    "snapshot_fetch_size": "snapshot.fetch.size",
+    "snapshot_max_threads": "snapshot.max.threads",
 }
 
 

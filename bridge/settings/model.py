@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, fi
 from bridge.envelope.names import NameAdjustment, name_adjustment
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
 from bridge.observability.logs import is_secret_key
-from bridge.scylla.settings import CONSISTENCY_LEVELS, ReaderSettings
+from bridge.scylla.settings import CONSISTENCY_LEVELS, SNAPSHOT_MODES, ReaderSettings
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
 from bridge.settings.jaas import librdkafka_settings
@@ -100,6 +100,14 @@ class BridgeConfig(BaseModel):
                                          "log's TTL (rows may have expired unread): fail (the group stops, "
                                          "visible in /readyz, like Debezium refusing a gap) or resume (stream on "
                                          "from it, the gap logged and counted).")
+    snapshot_mode: str = _setting("snapshot.mode", "no_data", "Rows that existed before CDC: no_data (stream "
+                                  "only; never is its old name), initial (a table without saved offsets is "
+                                  "snapshotted, then streamed), initial_only (snapshotted, not streamed) or "
+                                  "when_needed (as initial, and a saved position older than the log's TTL is "
+                                  "closed by a snapshot).")
+    snapshot_fetch_size: int = _setting("snapshot.fetch.size", 1_000, "Rows per page of a snapshot read.", ge=1)
+    snapshot_max_threads: int = _setting("snapshot.max.threads", 2, "Groups one worker snapshots at once, one "
+                                         "page in flight each: the snapshot's load on the cluster.", ge=1)
     failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
                                           "cannot translate or serialize: fail (its group stops and is retried, "
                                           "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
@@ -188,6 +196,14 @@ class BridgeConfig(BaseModel):
         if value.lower() not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return value.lower()
+
+    @field_validator("snapshot_mode")
+    @classmethod
+    def _snapshot_mode(cls, value: str) -> str:
+        mode = "no_data" if value.lower() == "never" else value.lower()
+        if mode not in SNAPSHOT_MODES:
+            raise ValueError(f"must be one of {', '.join(SNAPSHOT_MODES)}")
+        return mode
 
     @field_validator("ssl_provider")
     @classmethod
@@ -310,6 +326,9 @@ class BridgeConfig(BaseModel):
             initial_lookback_ms=self.initial_lookback_ms,
             vnodes_metadata_keyspace=self.vnodes_metadata_keyspace,
             tablets_metadata_keyspace=self.tablets_metadata_keyspace,
+            snapshot_mode=self.snapshot_mode,
+            snapshot_fetch_size=self.snapshot_fetch_size,
+            snapshot_max_threads=self.snapshot_max_threads,
         )
 
     def registry_client_config(self, url: str) -> dict[str, str]:

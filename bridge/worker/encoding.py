@@ -8,7 +8,7 @@ translated again with the table's schema read anew. A record that cannot be carr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bridge.envelope import (
     EnvelopeError,
@@ -22,7 +22,7 @@ from bridge.envelope import (
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.kafka.registry import registry_client
 from bridge.scylla.errors import SchemaError
-from bridge.scylla.model import ChangeRecord
+from bridge.scylla.model import ChangeRecord, SnapshotRow
 from bridge.scylla.table_schema import TableSchemas
 
 SerializedRecord = tuple[str, bytes | None, bytes | None]  # topic, key, value (None: a tombstone)
@@ -65,6 +65,33 @@ class RecordEncoder:
     def encode(self, record: ChangeRecord) -> tuple[Translation, list[SerializedRecord]]:
         """The record's translation (for the metrics) and its serialized Kafka records, in order."""
         where = f"{record.keyspace}.{record.table}, cdc$time {record.time}"
+        return self._serialized(where, lambda: self._translate(record, where))
+
+    def encode_snapshot(self, keyspace: str, table: str, rows: Sequence[SnapshotRow],
+                        kind: str) -> tuple[Translation, list[SerializedRecord]]:
+        """The `r` records of snapshot rows of whole partitions, serialized, in order."""
+        where = f"{keyspace}.{table}, snapshot"
+
+        def translate() -> Translation:
+            try:
+                return self._translator.translate_snapshot(rows, kind, self._schemas.get(keyspace, table))
+            except TranslationError as error:  # its message names the table and the row's key
+                raise GroupFailure(str(error), record_error=True) from error
+            except (SchemaError, EnvelopeError) as error:
+                raise GroupFailure(f"{where}: {error}", record_error=False) from error
+
+        return self._serialized(where, translate)
+
+    def _serialized(self, where: str,
+                    translate: Callable[[], Translation]) -> tuple[Translation, list[SerializedRecord]]:
+        translation = translate()
+        try:
+            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
+        except EnvelopeError as error:  # a value this record carries that the format cannot write
+            raise GroupFailure(f"{where}: {error}", record_error=True) from error
+        return translation, records
+
+    def _translate(self, record: ChangeRecord, where: str) -> Translation:
         try:
             try:
                 translation = self._translator.translate(record, self._schemas.get(record.keyspace, record.table))
@@ -76,8 +103,4 @@ class RecordEncoder:
             raise GroupFailure(str(error), record_error=False) from error
         except EnvelopeError as error:  # e.g. the registry refused a new schema after an ALTER TABLE
             raise GroupFailure(f"{where}: {error}", record_error=False) from error
-        try:
-            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
-        except EnvelopeError as error:  # a value this record carries that the format cannot write
-            raise GroupFailure(f"{where}: {error}", record_error=True) from error
-        return translation, records
+        return translation

@@ -33,6 +33,7 @@ from bridge.scylla.events import (
     PossibleGap,
     ReaderFailed,
     RecordRead,
+    SnapshotRead,
     SourceEvent,
 )
 from bridge.scylla.groups import GroupId
@@ -44,6 +45,7 @@ from bridge.worker.dead_letters import dead_letter
 from bridge.worker.encoding import GroupFailure, RecordEncoder
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
+from bridge.worker.snapshots import SnapshotProgress
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 
 log = structlog.get_logger(__name__)
@@ -75,6 +77,7 @@ class Worker:
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
+        self._snapshots = SnapshotProgress(telemetry.metrics)
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -94,7 +97,11 @@ class Worker:
         self._reader = SourceReader(self._session, self.config.reader_settings(), clock=self._clock,
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
-            self._reader.watch_table(keyspace, table, self._oldest_saved_us(keyspace, table))
+            since_us = self._oldest_saved_us(keyspace, table)
+            if since_us is None and self.config.snapshot_mode != "no_data":
+                # The snapshot holds everything older: only the groups live now are read.
+                since_us = int(self._clock() * 1_000_000)
+            self._reader.watch_table(keyspace, table, since_us)
         self._membership = SlotMembership(
             self._watched_kafka, self.config.slots_topic_name, f"{self.config.name}-workers",
             self.config.worker_instance_id,
@@ -263,6 +270,7 @@ class Worker:
 
     def _stop_groups(self, groups: list[GroupId]) -> None:
         assert self._reader is not None
+        self._snapshots.ended(groups)
         for group in groups:
             self._reader.stop_group(group)
 
@@ -272,10 +280,15 @@ class Worker:
         if isinstance(event, RecordRead):
             if event.group in self._book.active:
                 self._produce(event)
+        elif isinstance(event, SnapshotRead):
+            if event.group in self._book.active:
+                self._produce_snapshot(event)
         elif isinstance(event, GroupProgress):
             if event.group in self._book.active:
+                self._snapshots.ended([event.group])
                 self._cycle.advance(event.group, event.position)
         elif isinstance(event, GroupFinished):
+            self._snapshots.ended([event.group])
             if event.group in self._book.active:
                 # Urgent: successors, maybe on other workers, wait for this commit.
                 self._cycle.advance(event.group, event.position, urgent=True)
@@ -354,6 +367,26 @@ class Worker:
             return
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
+
+    def _produce_snapshot(self, event: SnapshotRead) -> None:
+        """A snapshot chunk's `r` records and its progress, in the open transaction together."""
+        group = event.group
+        if not event.rows:
+            self._cycle.advance(group, event.position)
+            return
+        try:
+            translation, records = self._encoder.encode_snapshot(group.keyspace, group.table, event.rows, event.kind)
+        except GroupFailure as failure:
+            self._telemetry.change_failed(group.keyspace, group.table, "failed")
+            self._fail_group(group, str(failure))
+            return
+        try:
+            self._cycle.stage(records, group, event.position)
+        except TransactionAbortedError as error:
+            self._transaction_failed(error)
+            return
+        self._telemetry.translated(group.keyspace, group.table, translation)
+        self._snapshots.chunk(event)
 
     def _pass_failed(self, event: RecordRead, reason: str) -> None:
         """warn / skip: go on past a change that cannot be carried, leaving a trace of it."""

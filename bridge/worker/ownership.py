@@ -67,8 +67,11 @@ class GroupBook:
         self.ends[group] = end_us
 
     def finished(self, group: GroupId, committed: Mapping[GroupId, Position]) -> bool:
+        """Its end is known and reached, or (`snapshot.mode=initial_only`) its snapshot is over."""
         end = self.ends.get(group)
         position = committed.get(group)
+        if position is not None and position.snapshot is not None and position.snapshot.completed:
+            return True
         return end is not None and position is not None and position.window_start_us >= end
 
     def fail(self, group: GroupId, reason: str, now: float, policy: RetryPolicy) -> FailedGroup:

@@ -1,0 +1,167 @@
+"""Snapshots (`snapshot.mode`): rows written before CDC was enabled reach Kafka as `op=r`
+records, once each, while changes go on and workers are SIGKILLed, and the topic applied in
+order equals the table."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cassandra.concurrent import execute_concurrent_with_args
+from confluent_kafka import Consumer
+
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints
+from tests.integration.worker.harness import WorkerProcess, wait_for, worker_properties, write_properties
+
+pytestmark = pytest.mark.slow
+
+Key = tuple[int, int]
+PRE_PARTITIONS, PRE_ROWS = 200, 100  # 20,000 rows before CDC
+VALUE_COLUMNS = ("v", "w")
+
+
+class TopicState:
+    """The topic applied in order by a consumer that knows cells: `r` = the whole row, `c`/`u` =
+    the cells given, `d` = gone. Counts the `r`s of every key."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.rows: dict[Key, dict[str, Any]] = {}
+        self.reads: Counter[Key] = Counter()
+        self.ops: Counter[str] = Counter()
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+                                   "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                                   "enable.auto.commit": False})
+        self._consumer.subscribe([topic])
+
+    def catch_up(self, seconds: float = 1.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for message in self._consumer.consume(2000, timeout=0.2):
+                if message.error() is None and message.value() is not None:
+                    self._apply(json.loads(message.value()))
+
+    def _apply(self, envelope: dict[str, Any]) -> None:
+        op = envelope["op"]
+        self.ops[op] += 1
+        row = envelope["after"] if op != "d" else envelope["before"]
+        key = (row["pk"], row["ck"])
+        if op == "d":
+            self.rows.pop(key, None)
+            return
+        if op == "r":
+            self.reads[key] += 1
+            assert envelope["source"]["snapshot"] == "true" and envelope["before"] is None
+            assert all(row[c] is not None for c in VALUE_COLUMNS), f"an r carries every column as a cell: {row}"
+            self.rows[key] = {}
+        stored = self.rows.setdefault(key, {})
+        for column in VALUE_COLUMNS:
+            if row[column] is not None:
+                stored[column] = row[column]["value"]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def table_rows(session: Any, keyspace: str) -> dict[Key, dict[str, Any]]:
+    return {(r.pk, r.ck): {"v": r.v, "w": r.w} for r in session.execute(f"SELECT pk, ck, v, w FROM {keyspace}.snap")}
+
+
+def folded(state: TopicState) -> dict[Key, dict[str, Any]]:
+    return {key: {c: cells.get(c) for c in VALUE_COLUMNS} for key, cells in state.rows.items()}
+
+
+def random_changes(emulator: Emulator, keyspace: str, stop: threading.Event, touched: set[Key]) -> None:
+    rng = random.Random(23)
+    while not stop.is_set():
+        pk, ck = rng.randrange(PRE_PARTITIONS + 10), rng.randrange(PRE_ROWS + 20)
+        kind = rng.random()
+        if kind < 0.4:
+            emulator.execute(f"UPDATE {keyspace}.snap SET v = {rng.randrange(10**6)} WHERE pk = {pk} AND ck = {ck}")
+        elif kind < 0.8:
+            emulator.execute(f"INSERT INTO {keyspace}.snap (pk, ck, v, w) VALUES ({pk}, {ck}, "
+                             f"{rng.randrange(10**6)}, 'new-{rng.randrange(100)}')")
+        else:
+            emulator.execute(f"DELETE FROM {keyspace}.snap WHERE pk = {pk} AND ck = {ck}")
+        touched.add((pk, ck))
+        time.sleep(0.005)
+
+
+def snapshot_events(worker: WorkerProcess, name: str) -> int:
+    return sum(1 for e in worker.events() if e.get("event") == name)
+
+
+def inside_snapshot_or_past_it(worker: WorkerProcess) -> bool:
+    """A few chunks in, or every snapshot it started is over (a late restart only streams)."""
+    events = Counter(e.get("event") for e in worker.events())
+    begun = events["snapshot started"] + events["snapshot resumed"]
+    return events["snapshot chunk"] >= 3 or (events["group started"] > 0 and begun == events["snapshot finished"])
+
+
+def test_initial_snapshot_with_changes_and_sigkills_gives_each_row_once_and_converges(
+    emulator: Emulator, keyspace: str, cassandra_session: Any, tmp_path: Path, stack: Endpoints,
+    workers: Callable[..., WorkerProcess], bridge_name: str,
+) -> None:
+    emulator.execute(f"CREATE TABLE {keyspace}.snap (pk int, ck int, v int, w text, PRIMARY KEY (pk, ck))")
+    insert = cassandra_session.prepare(f"INSERT INTO {keyspace}.snap (pk, ck, v, w) VALUES (?, ?, ?, ?)")
+    before_cdc = [(pk, ck, pk * 1000 + ck, f"old-{pk}-{ck}") for pk in range(PRE_PARTITIONS) for ck in range(PRE_ROWS)]
+    execute_concurrent_with_args(cassandra_session, insert, before_cdc, concurrency=64, raise_on_first_error=True)
+    emulator.execute(f"ALTER TABLE {keyspace}.snap WITH cdc = {{'enabled': true}}")
+
+    props = worker_properties(stack, bridge_name, [f"{keyspace}.snap"], snapshot__mode="initial",
+                              snapshot__fetch__size=10, snapshot__max__threads=1)
+    configs = [write_properties(tmp_path / f"w{i}.properties", {**props, "worker.instance.id": f"w{i}"})
+               for i in range(2)]
+    running = [workers(config, f"w{i}") for i, config in enumerate(configs)]
+    everyone = list(running)
+    stop, touched = threading.Event(), set[Key]()
+    writer = threading.Thread(target=random_changes, args=(emulator, keyspace, stop, touched), name="writer")
+    writer.start()
+    try:
+        for kill in range(4):  # inside its snapshot while there is one to do
+            victim = running[kill % 2]
+            wait_for(lambda v=victim: inside_snapshot_or_past_it(v), 120, "snapshot chunks")
+            victim.kill()
+            running[kill % 2] = workers(configs[kill % 2], f"w{kill % 2}")
+            everyone.append(running[kill % 2])
+        time.sleep(5)
+    finally:
+        stop.set()
+        writer.join()
+
+    state = TopicState(stack.kafka_bootstrap, f"{bridge_name}.{keyspace}.snap")
+    try:
+        expected: dict[Key, dict[str, Any]] = {}
+
+        def converged() -> bool:
+            nonlocal expected
+            state.catch_up()
+            expected = table_rows(cassandra_session, keyspace)
+            return folded(state) == expected
+
+        try:
+            wait_for(converged, 180, "the topic applied in order to equal the table")
+        except AssertionError:
+            got = folded(state)
+            diff = sorted(k for k in expected.keys() | got.keys() if expected.get(k) != got.get(k))
+            raise AssertionError(f"{len(diff)} keys differ, e.g. {[(k, expected.get(k), got.get(k)) for k in diff[:5]]}"
+                                 ) from None
+        state.catch_up(5)  # anything more (a second `r`) would show now
+        assert folded(state) == expected
+        untouched = {(pk, ck) for pk, ck, _, _ in before_cdc} - touched
+        assert untouched and all(state.reads[key] == 1 for key in untouched), "every untouched row has one r"
+        assert max(state.reads.values()) == 1, [k for k, n in state.reads.items() if n > 1][:5]
+        assert state.ops["r"] >= len(untouched)
+    finally:
+        state.close()
+    assert sum(snapshot_events(w, "snapshot resumed") for w in everyone) > 0, "a killed snapshot resumed"
+    for worker in running:
+        assert worker.stop() == 0

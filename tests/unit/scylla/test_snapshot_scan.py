@@ -1,0 +1,136 @@
+"""The snapshot's chunking (whole partitions, exact resume), its start rule and its time rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.scylla.events import GroupFinished, GroupProgress, GroupRetrying, SnapshotRead
+from bridge.scylla.groups import TOKEN_MAX, TOKEN_MIN, GroupId, StreamGroup, TokenRange
+from bridge.scylla.positions import Position, SnapshotProgress
+from bridge.scylla.settings import ReaderSettings
+from bridge.scylla.snapshot_scan import ScannedRow, SnapshotScan, row_time_us, snapshot_rows, snapshot_start
+from bridge.scylla.stream_id import StreamId
+
+GROUP = GroupId("ks", "t", 1_000, "3")
+STREAM_US = 5_000_000
+SETTINGS = ReaderSettings(snapshot_fetch_size=3, backoff_base_ms=10, backoff_max_ms=100)
+
+
+def group(*ranges: TokenRange) -> StreamGroup:
+    return StreamGroup(GROUP, (StreamId.build(0, 0, 0),), 1_000_000, ranges)
+
+
+def scanned(token: int, ck: int | None = 0, static: bool = False, write_us: int | None = 10) -> ScannedRow:
+    values: dict[str, Any] | None = None if ck is None else {"pk": token, "ck": ck, "v": token * 10 + ck}
+    return ScannedRow(token, (token,), values, {"pk": token, "ck": None, "s": 1} if static else None,
+                      write_us, write_us, False, False)
+
+
+def start(*ranges: TokenRange, after: int | None = None, stream_after: bool = True) -> SnapshotScan:
+    position = Position(STREAM_US, STREAM_US, None, SnapshotProgress("true", after))
+    return SnapshotScan(group(*ranges), position, SETTINGS, stream_after)
+
+
+def keys(outputs: list[Any]) -> list[tuple[Any, Any]]:
+    return [(r.values["pk"], r.values["ck"]) for o in outputs if isinstance(o, SnapshotRead) for r in o.rows]
+
+
+def test_a_partition_split_over_pages_is_handed_on_whole_and_progress_names_whole_partitions() -> None:
+    scan = start(TokenRange(0, 100))
+    first = scan.request(0)
+    assert first is not None and (first.lower, first.upper, first.paging_state) == (0, 100, None)
+    out = scan.on_page(first, [scanned(5), scanned(7, 0), scanned(7, 1)], b"page2", 1)
+    assert keys(out) == [(5, 0)]  # token 7 may go on in the next page
+    assert [o.position.snapshot.after_token for o in out if isinstance(o, SnapshotRead)] == [5]
+    second = scan.request(0)
+    assert second is not None and (second.lower, second.paging_state) == (0, b"page2")  # same query, next page
+    out = scan.on_page(second, [scanned(7, 2), scanned(9)], None, 2)
+    assert keys(out) == [(7, 0), (7, 1), (7, 2), (9, 0)]
+    read = [o for o in out if isinstance(o, SnapshotRead)]
+    assert read[-1].position.snapshot == SnapshotProgress("true", 100) and read[-1].fraction == 1.0
+    assert isinstance(out[-1], GroupProgress) and out[-1].position == Position.at(STREAM_US)
+    assert scan.done and scan.request(0) is None
+
+
+def test_a_resume_starts_after_the_last_partition_handed_on_and_skips_finished_ranges() -> None:
+    scan = start(TokenRange(TOKEN_MIN - 1, -50), TokenRange(0, 100), TokenRange(200, TOKEN_MAX), after=40)
+    request = scan.request(0)
+    assert request is not None and (request.lower, request.upper) == (40, 100)
+    scan.on_page(request, [scanned(41)], None, 1)
+    request = scan.request(0)
+    assert request is not None and (request.lower, request.upper) == (200, TOKEN_MAX)
+
+
+def test_the_wrapping_range_is_read_from_the_first_token() -> None:
+    scan = start(TokenRange(TOKEN_MIN - 1, -50))
+    request = scan.request(0)
+    assert request is not None and (request.lower, request.upper) == (None, -50)
+
+
+def test_initial_only_finishes_the_group_with_a_completed_snapshot() -> None:
+    scan = start(TokenRange(0, 10), stream_after=False)
+    request = scan.request(0)
+    assert request is not None
+    out = scan.on_page(request, [], None, 1)
+    assert isinstance(out[-1], GroupFinished)
+    assert out[-1].position.snapshot == SnapshotProgress("true", None, completed=True)
+    assert Position.from_offsets_value(out[-1].position.to_offsets_value()) == out[-1].position
+
+
+def test_a_transient_error_retries_the_same_page_after_a_backoff() -> None:
+    scan = start(TokenRange(0, 10))
+    request = scan.request(0)
+    assert request is not None
+    out = scan.on_error(request, TimeoutError("slow"), 1_000)
+    assert isinstance(out[0], GroupRetrying)
+    assert scan.request(1_000) is None
+    again = scan.request(10**9)
+    assert again is not None and (again.lower, again.paging_state) == (request.lower, request.paging_state)
+
+
+def test_a_stale_answer_changes_nothing() -> None:
+    scan = start(TokenRange(0, 10), TokenRange(20, 30))
+    old = scan.request(0)
+    assert old is not None
+    scan.on_page(old, [], None, 1)  # the first range is done: a new query
+    assert scan.on_page(old, [scanned(3)], None, 2) == []
+
+
+def test_a_static_row_is_handed_on_once_per_partition_before_its_rows() -> None:
+    rows = snapshot_rows([scanned(1, 0, static=True), scanned(1, 1, static=True), scanned(2, None, static=True)],
+                         STREAM_US, 99)
+    assert [(r.static, r.values["pk"], r.values["ck"]) for r in rows] == [
+        (True, 1, None), (False, 1, 0), (False, 1, 1), (True, 2, None)]
+
+
+def test_the_time_of_a_snapshot_row() -> None:
+    read_us = 9_000_000
+    assert row_time_us(7_000_000, False, STREAM_US, read_us) == 7_000_000  # its newest write
+    assert row_time_us(1_000_000, False, STREAM_US, read_us) == STREAM_US  # never before the stream position
+    assert row_time_us(None, False, STREAM_US, read_us) == read_us  # no cell shows a write time
+    assert row_time_us(7_000_000, True, STREAM_US, read_us) == read_us  # a list: appends are not idempotent
+
+
+def test_which_groups_are_snapshotted_and_from_where() -> None:
+    g, now, window_ms = group(TokenRange(0, 10)), 100_000_000, 2_000
+    fresh = snapshot_start("initial", g, None, False, now, window_ms, None)
+    assert fresh == Position(now - 2_000_000, now - 2_000_000, None, SnapshotProgress("true"))
+    assert snapshot_start("no_data", g, None, False, now, window_ms, None) is None
+    ended = snapshot_start("initial", g, None, False, now, window_ms, 50_000_000)
+    assert ended is not None and ended.window_start_us == 50_000_000  # successors start at its end
+    saved = Position.at(90_000_000)
+    assert snapshot_start("initial", g, saved, True, now, window_ms, None) is None  # a gap only under when_needed
+    assert snapshot_start("when_needed", g, saved, False, now, window_ms, None) is None
+    closing = snapshot_start("when_needed", g, saved, True, now, window_ms, None)
+    assert closing is not None and closing.snapshot == SnapshotProgress("true")
+    running = Position(80, 80, None, SnapshotProgress("true", 4))
+    assert snapshot_start("no_data", g, running, False, now, window_ms, None) == running  # a snapshot under way
+
+
+def test_snapshot_progress_travels_in_the_offsets_value_beside_the_java_fields() -> None:
+    position = Position(STREAM_US, STREAM_US, None, SnapshotProgress("incremental", -12345))
+    value = position.to_offsets_value()
+    assert (value["snapshot"], value["snapshot_after_token"]) == ("incremental", "-12345")
+    assert {"window_start", "window_end"} <= value.keys()
+    assert Position.from_offsets_value(value) == position
+    assert Position.from_offsets_value(Position.at(STREAM_US).to_offsets_value()).snapshot is None
