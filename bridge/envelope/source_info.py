@@ -2,9 +2,10 @@
 
 Schema `com.scylladb.cdc.debezium.connector`, fields in Debezium 2.7's common order followed by
 the connector's own: `version`, `connector` (`scylla`), `name` (`topic.prefix`), `ts_ms`,
-`snapshot` (a Debezium enum, always `"false"`), `db` (keyspace), `sequence` (null), `ts_us`,
-`ts_ns`, `keyspace_name`, `table_name`. Times are the write time carried by `cdc$time`; `ts_ns`
-is `ts_us × 1000` (the Java connector derives it from the millisecond instant).
+`snapshot` (a Debezium enum: `"false"` for changes, `"true"` or `"incremental"` in snapshot
+records), `db` (keyspace), `sequence` (null), `ts_us`, `ts_ns`, `keyspace_name`, `table_name`.
+Times are the write time carried by `cdc$time`; `ts_ns` is `ts_us × 1000` (the Java connector
+derives it from the millisecond instant).
 """
 
 from __future__ import annotations

@@ -20,7 +20,13 @@ from confluent_kafka import Consumer
 
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
-from tests.integration.worker.harness import WorkerProcess, wait_for, worker_properties, write_properties
+from tests.integration.worker.harness import (
+    WorkerProcess,
+    read_topic,
+    wait_for,
+    worker_properties,
+    write_properties,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -165,3 +171,34 @@ def test_initial_snapshot_with_changes_and_sigkills_gives_each_row_once_and_conv
     assert sum(snapshot_events(w, "snapshot resumed") for w in everyone) > 0, "a killed snapshot resumed"
     for worker in running:
         assert worker.stop() == 0
+
+
+def test_when_needed_closes_a_gap_past_the_log_ttl_with_a_snapshot(
+    emulator: Emulator, keyspace: str, tmp_path: Path, stack: Endpoints,
+    workers: Callable[..., WorkerProcess], bridge_name: str,
+) -> None:
+    """Positions saved, then the changes made while no worker ran expire from the log (TTL 4 s):
+    `when_needed` snapshots the groups instead of failing them, and the rows reach Kafka."""
+    emulator.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, item text) WITH cdc = "
+                     "{'enabled': true, 'ttl': 4}")
+    props = worker_properties(stack, bridge_name, [f"{keyspace}.orders"], heartbeat__interval__ms=200)
+    streaming = workers(write_properties(tmp_path / "stream.properties", props), "no-data")
+    emulator.execute(f"INSERT INTO {keyspace}.orders (id, item) VALUES (1, 'streamed')")
+    topic = f"{bridge_name}.{keyspace}.orders"
+    assert len(read_topic(stack.kafka_bootstrap, topic, expected=1, settle_s=2)) == 1
+    time.sleep(2)  # every group's position committed by the heartbeat
+    assert streaming.stop() == 0
+    for number in range(2, 12):  # written while no worker runs; gone from the log before one does
+        emulator.execute(f"INSERT INTO {keyspace}.orders (id, item) VALUES ({number}, 'missed')")
+    time.sleep(4 + 3)
+
+    closing = workers(write_properties(tmp_path / "needed.properties", {**props, "snapshot.mode": "when_needed"}),
+                      "when-needed")
+    messages = read_topic(stack.kafka_bootstrap, topic, expected=1 + 11, timeout_s=90, settle_s=3)
+    snapshot = {json.loads(value)["after"]["id"]: json.loads(value)["after"]["item"]["value"]
+                for _, value in messages if value is not None and json.loads(value)["op"] == "r"}
+    assert snapshot == {1: "streamed", **{n: "missed" for n in range(2, 12)}}
+    assert len(messages) == 12, "one c, then one r per row"
+    events = [e.get("event") for e in closing.events()]
+    assert "snapshot started" in events and "group failed" not in events
+    assert closing.stop() == 0
