@@ -18,6 +18,7 @@ _COMMANDS: dict[str, str] = {
     "run": "bridge.cli.run",
     "status": "bridge.cli.ops",
     "offsets": "bridge.cli.ops",
+    "snapshot": "bridge.cli.snapshot",
     "config": "bridge.cli.config",
     "stack": "bridge.cli.stack",
     "sim": "bridge.cli.sim",

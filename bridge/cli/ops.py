@@ -36,22 +36,22 @@ def register(commands: Any) -> None:
     add_config_arguments(status)
     status.add_argument("--sample-s", type=float, default=5.0, metavar="S",
                         help="read the positions twice, S seconds apart, for the catch-up rate and ETA (0: once)")
-    status.set_defaults(handler=_kafka_command(_status))
+    status.set_defaults(handler=kafka_command(_status))
     offsets = commands.add_parser("offsets", help="show or reset the committed positions")
     actions = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="every committed position, as stored (Connect's format)")
     add_config_arguments(show)
-    show.set_defaults(handler=_kafka_command(_show))
+    show.set_defaults(handler=kafka_command(_show))
     reset = actions.add_parser("reset", help="forget committed positions (groups restart from the lookback/TTL)")
     add_config_arguments(reset)
     reset.add_argument("--table", metavar="KS.TABLE", help="only this table's groups")
     reset.add_argument("--corrupt", action="store_true",
                        help="only the unreadable records of this connector (`offsets show` lists them)")
     reset.add_argument("--force", action="store_true", help="even while workers are running")
-    reset.set_defaults(handler=_kafka_command(_reset, _table_problem))
+    reset.set_defaults(handler=kafka_command(_reset, _table_problem))
 
 
-def _kafka_command(body: Callable[[argparse.Namespace, BridgeConfig], int],
+def kafka_command(body: Callable[[argparse.Namespace, BridgeConfig], int],
                    arguments: Callable[[argparse.Namespace, BridgeConfig], str | None] | None = None,
                    ) -> Callable[[argparse.Namespace], int]:
     """Load the settings, check the arguments, probe Kafka, run `body`; every Kafka failure
@@ -84,7 +84,7 @@ def _kafka_command(body: Callable[[argparse.Namespace, BridgeConfig], int],
     return run
 
 
-def _read_offsets(config: BridgeConfig) -> tuple[dict[GroupId, Position], list[CorruptRecord]]:
+def read_offsets(config: BridgeConfig) -> tuple[dict[GroupId, Position], list[CorruptRecord]]:
     """The committed positions and the unreadable records of this connector still in force."""
     topic = OffsetsTopic(config.kafka_client_config(), config.offsets_topic, config.name)
     try:
@@ -97,7 +97,7 @@ def _read_offsets(config: BridgeConfig) -> tuple[dict[GroupId, Position], list[C
 
 
 def _positions(config: BridgeConfig) -> dict[GroupId, Position]:
-    return _read_offsets(config)[0]
+    return read_offsets(config)[0]
 
 
 def _members(config: BridgeConfig) -> dict[int, str]:
@@ -124,12 +124,12 @@ def _slot_group(config: BridgeConfig) -> tuple[dict[int, str], set[str]]:
 
 
 def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
-    (before, corrupt), (owners, members) = _read_offsets(config), _slot_group(config)
+    (before, corrupt), (owners, members) = read_offsets(config), _slot_group(config)
     taken = time.time()
     after = before
     if args.sample_s > 0:
         time.sleep(args.sample_s)
-        after, corrupt = _read_offsets(config)
+        after, corrupt = read_offsets(config)
     now = time.time()
     confidence_s = config.confidence_window_size / 1000
     print(f"workers of {config.name}: {len(set(owners.values()))}, slots owned {len(owners)}/{config.slots_count}")
@@ -194,7 +194,7 @@ def catch_up_text(before_s: float | None, lag_s: float, seconds: float, heartbea
 
 def _show(args: argparse.Namespace, config: BridgeConfig) -> int:
     """The positions on stdout; each unreadable record of this connector on stderr (exit 1)."""
-    positions, corrupt = _read_offsets(config)
+    positions, corrupt = read_offsets(config)
     for group, position in sorted(positions.items(), key=lambda item: str(item[0])):
         print(f"{encode_key(config.name, group).decode()} {encode_value(position).decode()}")
     for record in corrupt:
@@ -209,7 +209,7 @@ def _reset(args: argparse.Namespace, config: BridgeConfig) -> int:
         return 2
     from confluent_kafka import Producer
 
-    positions, corrupt = _read_offsets(config)
+    positions, corrupt = read_offsets(config)
     # (key, partition): an unreadable record is tombstoned in its own partition, wherever the tool
     # that wrote it put it; positions go where the workers write them (murmur2, as Connect).
     targets: list[tuple[bytes, int | None]]

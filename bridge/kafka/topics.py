@@ -123,6 +123,11 @@ def status_topic(name: str) -> NewTopic:
     return NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
 
 
+def signals_topic(name: str) -> NewTopic:
+    """One partition: every worker reads every signal, in order."""
+    return NewTopic(name, num_partitions=1, replication_factor=-1)
+
+
 def slots_topic(name: str, slots: int) -> NewTopic:
     return NewTopic(name, num_partitions=slots, replication_factor=-1)
 

@@ -69,6 +69,9 @@ class Metrics:
             "cdc_bridge_possible_gaps", "Groups whose saved position was older than the log TTL (rows may "
             "have expired unread).", table, registry=r)
         self.ready = Gauge("cdc_bridge_ready", "1 when /readyz answers ready.", registry=r)
+        self.signals_total = Counter("cdc_bridge_signals", "Snapshot signals read, by outcome: applied (to "
+                                     "the tables served), refused (malformed, unsupported, or for a table not "
+                                     "served).", ["outcome"], registry=r)
         self.snapshot_groups = Gauge("cdc_bridge_snapshot_groups", "Groups whose snapshot this worker is "
                                      "reading.", table, registry=r)
         self.snapshot_progress = Gauge("cdc_bridge_snapshot_progress", "Share (0-1) of the token ranges done "
@@ -105,6 +108,8 @@ class Metrics:
             self.transactions_aborted_total.labels(reason)
         for kind in OFFSETS_CORRUPT_KINDS:
             self.offsets_records_corrupt_total.labels(kind)
+        for outcome in ("applied", "refused"):
+            self.signals_total.labels(outcome)
 
     # ------------------------------------------------------------------ the worker's calls
 

@@ -98,6 +98,13 @@ class GroupReader:
     def set_end(self, end_us: int) -> None:
         self.end_us = end_us
 
+    def between_windows(self) -> Position | None:
+        """The group's position when no window is open (everything before it handed on, nothing
+        after), else None."""
+        if self.done or self._state is not None or self._resume is not None:
+            return None
+        return Position.at(self._next_start)
+
     def wake_at(self) -> int | None:
         """When `requests` may next return something (None: only after an answer arrives)."""
         if self.done:

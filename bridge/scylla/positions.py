@@ -12,7 +12,9 @@ afresh from `window_start_us`; one with `last` set must re-read exactly its save
 
 A group being snapshotted (docs/worker.md, Snapshots) keeps its stream position where the
 snapshot began and carries the snapshot's progress beside it (`SnapshotProgress`), as extra
-fields of the offsets value that the Java connector ignores.
+fields of the offsets value that the Java connector ignores; so is `signal_offset`, the offset
+in the signals topic of the last snapshot signal the group has taken in (it is never acted on
+twice).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Position:
     window_end_us: int
     last: ChangeId | None = None
     snapshot: SnapshotProgress | None = None
+    signal_offset: int | None = None
 
     def __post_init__(self) -> None:
         if self.window_end_us < self.window_start_us:
@@ -100,6 +103,8 @@ class Position:
                 value["snapshot_after_token"] = str(self.snapshot.after_token)
             if self.snapshot.completed:
                 value["snapshot_completed"] = "true"
+        if self.signal_offset is not None:
+            value["signal_offset"] = str(self.signal_offset)
         return value
 
     @classmethod
@@ -117,9 +122,11 @@ class Position:
                     None if seq is None else int(str(seq)),
                 )
             snapshot = _snapshot_of(value)
+            signal = value.get("signal_offset")
+            signal_offset = None if signal is None else int(str(signal))
         except (KeyError, ValueError) as error:
             raise ValueError(f"not a CDC offsets value: {dict(value)!r} ({error})") from error
-        return cls(start, max(start, end), last, snapshot)
+        return cls(start, max(start, end), last, snapshot, signal_offset)
 
 
 def _snapshot_of(value: Mapping[str, object]) -> SnapshotProgress | None:

@@ -38,7 +38,6 @@ from bridge.scylla.events import (
     GroupDiscovered,
     GroupEndKnown,
     GroupFinished,
-    GroupProgress,
     PossibleGap,
     ReaderFailed,
     SourceEvent,
@@ -52,8 +51,8 @@ from bridge.scylla.output import OutputBuffer
 from bridge.scylla.pages import LogPages, PageAnswer
 from bridge.scylla.positions import Position, default_start_us, possible_gap_us
 from bridge.scylla.settings import ReaderSettings
-from bridge.scylla.snapshot_pages import ScanAnswer, SnapshotPages
-from bridge.scylla.snapshot_scan import ScanOutput, SnapshotScan, snapshot_start
+from bridge.scylla.snapshot_pages import ScanAnswer
+from bridge.scylla.snapshots import SnapshotScheduler
 
 log = structlog.get_logger(__name__)
 _MAX_IDLE_S = 0.2
@@ -85,8 +84,6 @@ class SourceReader:
         )
         self._inbox: queue.Queue[Message] = queue.Queue()
         self._pages = LogPages(session, self.settings, self._profile, self._inbox.put)
-        self._snapshot_pages = SnapshotPages(session, self.settings, self._profile, self._inbox.put)
-        self._scans: dict[GroupId, SnapshotScan] = {}
         self._output = OutputBuffer()
         self._groups: dict[GroupId, StreamGroup] = {}
         self._tables: dict[TableKey, tuple[int, list[str]]] = {}
@@ -95,6 +92,8 @@ class SourceReader:
         self._readers: dict[GroupId, GroupReader] = {}
         self._pending: dict[GroupId, tuple[Position | None, bool]] = {}
         self._due = DueReaders(_MAX_IDLE_S)
+        self._snapshots = SnapshotScheduler(session, self.settings, self._profile, self._inbox.put, self._limiter,
+                                            self._output.put, self._stream)
         self._closing = False
         self.queries = MetadataQueries(session, self.settings, self._profile, self._limiter)
         sink = InboxSink(self._inbox, self._output, self._on_ends, self._on_horizon)
@@ -118,6 +117,16 @@ class SourceReader:
         even while the scheduler has not yet taken the stop: the output lets the group's events
         through again only when the scheduler takes this start, after the stop."""
         self._inbox.put(Start(group, position, self._output.stops(group), saved))
+
+    def snapshot_group(self, group: GroupId) -> None:
+        """Snapshot a streaming group incrementally (a signal): its rows as `SnapshotRead`s while
+        it streams on; ignored when the group is not read here or is snapshotted already."""
+        self._inbox.put(Call(lambda: self._snapshots.incremental(self._groups[group], self._readers.get(group))
+                             if group in self._groups else None))
+
+    def stop_snapshot(self, group: GroupId) -> None:
+        """Stop the group's incremental snapshot (a signal); its stream goes on."""
+        self._inbox.put(Call(lambda: self._snapshots.stop_incremental(group)))
 
     def stop_group(self, group: GroupId) -> None:
         """Stop reading `group`; nothing of it is handed on after this call returns."""
@@ -193,10 +202,12 @@ class SourceReader:
             self._output.resume_group(message.group, message.stops_seen)
             self._start(message.group, message.position, message.saved)
         elif isinstance(message, ScanAnswer):
-            self._on_scan_answer(message)
+            self._report_query(message.request.group, message.seconds, message.error)
+            self._snapshots.on_answer(message, self._now_us())
+            self._due.mark(message.request.group.id)  # an incremental snapshot's group streams on
         elif isinstance(message, Stop):
             self._readers.pop(message.group, None)
-            self._scans.pop(message.group, None)
+            self._snapshots.stop(message.group)
             self._pending.pop(message.group, None)
         elif isinstance(message, Found):
             self._on_found(message)
@@ -205,6 +216,9 @@ class SourceReader:
             self._due.sweep_soon()  # new ends or horizons: any reader may have something to do
 
     def _blocked(self, reader: GroupReader) -> bool:
+        return self._waits_for_predecessors(reader) or self._snapshots.holds(reader.group.id)
+
+    def _waits_for_predecessors(self, reader: GroupReader) -> bool:
         for predecessor in reader.group.predecessors:
             running = self._readers.get(predecessor)
             if (running is not None and not running.done) or predecessor in self._pending:
@@ -215,7 +229,7 @@ class SourceReader:
         if self._output.rows >= self.settings.max_buffered_rows:
             return
         now = self._now_us()
-        self._issue_scans(now)
+        self._snapshots.issue(now, self._readers, self._waits_for_predecessors)
         if not self._readers:
             return
         for group_id in self._due.take(now, self._readers):
@@ -259,11 +273,14 @@ class SourceReader:
             return
         self._pages.watch(request, future)
 
+    def _report_query(self, group: StreamGroup, seconds: float, error: BaseException | None) -> None:
+        if self._on_query is not None:
+            self._on_query(group.keyspace, group.table, seconds, error)
+
     def _on_answer(self, answer: PageAnswer) -> None:
         self._limiter.release()
         request = answer.request
-        if self._on_query is not None:
-            self._on_query(request.group.keyspace, request.group.table, answer.seconds, answer.error)
+        self._report_query(request.group, answer.seconds, answer.error)
         reader = self._readers.get(request.group.id)
         if reader is None:
             return
@@ -272,10 +289,13 @@ class SourceReader:
     def _emit(self, reader: GroupReader, outputs: list[Output]) -> None:
         if not outputs:
             return
+        if self._snapshots:
+            outputs = self._snapshots.with_progress(reader.group.id, outputs)
         events: list[SourceEvent] = []
         for output in outputs:
             if isinstance(output, GroupFinished | ReaderFailed):
                 self._readers.pop(reader.group.id, None)
+                self._snapshots.stop(reader.group.id)
                 self._due.sweep_soon()  # its successors may start now
                 self._log_end(reader, output)
             events.append(output)
@@ -299,7 +319,7 @@ class SourceReader:
         ttl_s = self._tables.get((group.keyspace, group.table), (0, []))[0]
         oldest = None if position is None or not saved else possible_gap_us(position, now, ttl_s)
         gap = oldest is not None and (self._ends.get(group_id) is None or self._ends[group_id] > oldest)
-        if self._snapshot(group, position, gap, now):
+        if self._snapshots.start(group, position, gap, now, self._ends.get(group_id)):
             return
         if position is None:
             position = Position.at(max(group.start_us, default_start_us(now, ttl_s, self.settings.initial_lookback_ms)))
@@ -319,82 +339,6 @@ class SourceReader:
         reader.horizon_us = self._horizons.get((group.keyspace, group.table), 0)
         self._readers[group_id] = reader
         self._due.mark(group_id)
-
-    # ------------------------------------------------------------------ snapshots
-
-    def _snapshot(self, group: StreamGroup, position: Position | None, gap: bool, now: int) -> bool:
-        """Start or resume the group's snapshot when it has one to do; with `initial_only`, a
-        group without one is finished at once (the table is not streamed)."""
-        mode = self.settings.snapshot_mode
-        start = snapshot_start(mode, group, position, gap, now, self.settings.confidence_window_size_ms,
-                               self._ends.get(group.id))
-        if start is None:
-            if mode == "initial_only":
-                done = position or Position.at(group.start_us)
-                self._output.put([GroupFinished(group.id, done)])
-            return mode == "initial_only"
-        assert start.snapshot is not None
-        if start.snapshot.completed:
-            self._output.put([GroupFinished(group.id, start)])
-            return True
-        log.info("snapshot resumed" if start.snapshot.after_token is not None else "snapshot started",
-                 keyspace=group.keyspace, table=group.table, group=str(group.id),
-                 after_token=start.snapshot.after_token, stream_from_us=start.window_start_us, gap=gap)
-        self._scans[group.id] = SnapshotScan(group, start, self.settings, stream_after=mode != "initial_only")
-        return True
-
-    def _issue_scans(self, now: int) -> None:
-        running = sum(1 for scan in self._scans.values() if scan.in_flight)
-        for scan in list(self._scans.values()):
-            if running >= self.settings.snapshot_max_threads:
-                return
-            if scan.in_flight or scan.done or not self._limiter.take_up_to(1):
-                continue
-            request = scan.request(now)
-            if request is None:
-                self._limiter.release()
-                continue
-            running += 1
-            try:
-                future = self._snapshot_pages.send(request)
-            except Exception as error:
-                self._limiter.release()
-                self._emit_scan(scan, scan.on_error(request, error, now))
-                continue
-            self._snapshot_pages.watch(request, future)
-
-    def _on_scan_answer(self, answer: ScanAnswer) -> None:
-        self._limiter.release()
-        request = answer.request
-        if self._on_query is not None:
-            self._on_query(request.group.keyspace, request.group.table, answer.seconds, answer.error)
-        scan = self._scans.get(request.group.id)
-        if scan is None:
-            return
-        now = self._now_us()
-        if answer.error is not None:
-            self._emit_scan(scan, scan.on_error(request, answer.error, now))
-            return
-        try:
-            rows, paging_state = self._snapshot_pages.rows(answer)
-        except Exception as error:
-            self._emit_scan(scan, scan.on_error(request, error, now))
-            return
-        self._emit_scan(scan, scan.on_page(request, rows, paging_state, now))
-
-    def _emit_scan(self, scan: SnapshotScan, outputs: list[ScanOutput]) -> None:
-        """Hand the scan's outputs on; a finished snapshot streams the group from where it began."""
-        if not outputs:
-            return
-        self._output.put(list(outputs))
-        if not scan.done or self._scans.get(scan.group.id) is not scan:
-            return
-        del self._scans[scan.group.id]
-        group = scan.group
-        log.info("snapshot finished", keyspace=group.keyspace, table=group.table, group=str(group.id),
-                 rows=scan.rows_handed_on, failed=isinstance(outputs[-1], ReaderFailed))
-        if isinstance(outputs[-1], GroupProgress):
-            self._stream(group, outputs[-1].position)
 
     def _on_found(self, found: Found) -> None:
         events: list[SourceEvent] = []

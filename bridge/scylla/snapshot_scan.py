@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from bridge.scylla.backoff import Backoff
 from bridge.scylla.errors import ErrorKind, classify, describe
@@ -31,6 +31,9 @@ from bridge.scylla.positions import Position, SnapshotProgress
 from bridge.scylla.settings import ReaderSettings
 
 ScanOutput = SnapshotRead | GroupProgress | GroupFinished | GroupRetrying | ReaderFailed
+# After the snapshot: stream the group from where it began (`initial`, `when_needed`), end the
+# group (`initial_only`), or nothing (an incremental snapshot, read while the group streams).
+ScanEnd = Literal["stream", "stop", "interleave"]
 _QUERY_NUMBERS = itertools.count(1)
 
 
@@ -101,12 +104,14 @@ class SnapshotScan:
     group's committed position: its window start is `S`, its `snapshot` the progress so far."""
 
     def __init__(self, group: StreamGroup, position: Position, settings: ReaderSettings,
-                 stream_after: bool = True) -> None:
+                 then: ScanEnd = "stream") -> None:
         assert position.snapshot is not None
         self.group = group
-        self.stream_us = position.window_start_us
+        # Where the group's stream stands while the rows are read; for an incremental snapshot the
+        # reader moves it on between pages (the group streams meanwhile).
+        self.stream_position = replace(position, snapshot=None)
         self.progress: SnapshotProgress = position.snapshot
-        self.stream_after = stream_after  # False: `initial_only`, the group ends with its snapshot
+        self.then = then
         self.rows_handed_on = 0
         self.done = False
         self.in_flight = False
@@ -140,6 +145,8 @@ class SnapshotScan:
 
     def on_page(self, request: ScanRequest, rows: list[ScannedRow], paging_state: bytes | None,
                 read_us: int) -> list[ScanOutput]:
+        """The rows of a page; those of whole partitions are handed on with the stream position
+        the page was read at (`stream_position` when `request` was made)."""
         if request.number != self._number or self.done:
             return []
         self.in_flight = False
@@ -157,7 +164,7 @@ class SnapshotScan:
         if self._ranges:
             self._open_range()
         else:
-            outputs.append(self._finish())
+            outputs.extend(self.finish())
         return outputs
 
     def on_error(self, request: ScanRequest, error: BaseException, now_us: int) -> list[ScanOutput]:
@@ -187,17 +194,24 @@ class SnapshotScan:
         if after is None or (not ready and not force):
             return []
         self.progress = replace(self.progress, after_token=after)
-        rows = snapshot_rows(ready, self.stream_us, read_us)
+        rows = snapshot_rows(ready, self.stream_position.window_start_us, read_us)
         self.rows_handed_on += len(rows)
-        position = Position(self.stream_us, self.stream_us, None, self.progress)
+        position = replace(self.stream_position, snapshot=self.progress)
         return [SnapshotRead(self.group.id, tuple(rows), position, self.progress.kind, self.fraction_done)]
 
-    def _finish(self) -> ScanOutput:
+    @property
+    def all_read(self) -> bool:
+        return not self._ranges
+
+    def finish(self) -> list[ScanOutput]:
+        """Every range read: what follows the snapshot (`then`)."""
         self.done = True
-        if self.stream_after:
-            return GroupProgress(self.group.id, Position.at(self.stream_us))
-        completed = SnapshotProgress(self.progress.kind, None, completed=True)
-        return GroupFinished(self.group.id, Position(self.stream_us, self.stream_us, None, completed))
+        if self.then == "stream":
+            return [GroupProgress(self.group.id, self.stream_position)]
+        if self.then == "stop":
+            completed = SnapshotProgress(self.progress.kind, None, completed=True)
+            return [GroupFinished(self.group.id, replace(self.stream_position, snapshot=completed))]
+        return []
 
 
 def snapshot_start(mode: str, group: StreamGroup, position: Position | None, gap: bool, now_us: int,

@@ -108,6 +108,11 @@ class BridgeConfig(BaseModel):
     snapshot_fetch_size: int = _setting("snapshot.fetch.size", 1_000, "Rows per page of a snapshot read.", ge=1)
     snapshot_max_threads: int = _setting("snapshot.max.threads", 2, "Groups one worker snapshots at once, one "
                                          "page in flight each: the snapshot's load on the cluster.", ge=1)
+    signal_channels: str = _setting("signal.enabled.channels", "", "Where snapshot signals come from: kafka "
+                                    "(the signal.kafka.topic), or empty for none.")
+    signal_kafka_topic: str | None = _setting("signal.kafka.topic", None, "Topic of Debezium signals "
+                                              "(execute-snapshot, stop-snapshot) keyed by topic.prefix; default "
+                                              "<name>-signals.")
     failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
                                           "cannot translate or serialize: fail (its group stops and is retried, "
                                           "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
@@ -205,6 +210,15 @@ class BridgeConfig(BaseModel):
             raise ValueError(f"must be one of {', '.join(SNAPSHOT_MODES)}")
         return mode
 
+    @field_validator("signal_channels")
+    @classmethod
+    def _signal_channels(cls, value: str) -> str:
+        channels = {part.strip().lower() for part in value.split(",") if part.strip()}
+        if channels - {"kafka"}:
+            raise ValueError(f"{', '.join(sorted(channels - {'kafka'}))}: only the kafka channel is supported (a "
+                             "CDC log has no signalling table)")
+        return ",".join(sorted(channels))
+
     @field_validator("ssl_provider")
     @classmethod
     def _provider(cls, value: str) -> str:
@@ -271,6 +285,11 @@ class BridgeConfig(BaseModel):
     @property
     def status_topic(self) -> str:
         return self.status_storage_topic or f"{self.name}-status"
+
+    @property
+    def signals_topic(self) -> str | None:
+        """The signals topic when the kafka channel is on."""
+        return (self.signal_kafka_topic or f"{self.name}-signals") if self.signal_channels else None
 
     @property
     def slots_topic_name(self) -> str:

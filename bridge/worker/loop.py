@@ -15,12 +15,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
+from bridge.kafka.signals import EXECUTE, Signal, SignalError, SignalFollower
 from bridge.kafka.slots import SlotMembership
 from bridge.kafka.status_topic import StatusWriter
 from bridge.observability.telemetry import WorkerTelemetry
@@ -45,6 +47,7 @@ from bridge.worker.dead_letters import dead_letter
 from bridge.worker.encoding import GroupFailure, RecordEncoder
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
+from bridge.worker.signal_book import SignalBook
 from bridge.worker.snapshots import SnapshotProgress
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 
@@ -78,6 +81,10 @@ class Worker:
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._snapshots = SnapshotProgress(telemetry.metrics)
+        self._signal_book = SignalBook()
+        self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
+        self._signals = (None if config.signals_topic is None
+                         else SignalFollower(kafka_config, config.signals_topic, config.topic_prefix))
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -94,6 +101,8 @@ class Worker:
         self._offsets.catch_up(timeout_s=60)
         self._offsets.refuse_corrupt()  # a group whose position is unreadable has no right start
         self._cycle.start()
+        if self._signals is not None:
+            self._take_signals(self._signals.catch_up(timeout_s=30))
         self._reader = SourceReader(self._session, self.config.reader_settings(), clock=self._clock,
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
@@ -131,6 +140,8 @@ class Worker:
                 self._publish_status()
             if self._offsets.poll():
                 self._changed = True
+            if self._signals is not None:
+                self._take_signals(self._signals.poll())
             self._stale_batch = False
             for event in self._reader.poll(timeout_s=0.02):
                 self._handle(event)
@@ -160,6 +171,8 @@ class Worker:
         self._cycle.close()
         self._offsets.close()
         self._status.close()
+        if self._signals is not None:
+            self._signals.close()
         fatal = self._fatal or self._keeper.fatal
         if fatal is not None:
             log.error("worker failed", error=fatal)
@@ -258,7 +271,9 @@ class Worker:
                 ended = [committed[p].window_start_us for p in self._book.groups[group].predecessors
                          if p in committed]
                 position = Position.at(max([self._book.groups[group].start_us, *ended]))
+            position = self._start_signals(group, position, saved, committed)
             self._reader.start_group(group, position, saved=saved)
+            self._act_on_signal(group)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value(),
                      retry=group in retrying)
@@ -274,9 +289,64 @@ class Worker:
         for group in groups:
             self._reader.stop_group(group)
 
+    # ------------------------------------------------------------------ signals
+
+    def _take_signals(self, signals: list[Signal | SignalError]) -> None:
+        served = set(self.config.tables())
+        for signal in signals:
+            if isinstance(signal, SignalError):
+                self._telemetry.metrics.signals_total.labels("refused").inc()
+                log.error("signal refused", error=str(signal))
+                continue
+            unknown = [f"{ks}.{t}" for ks, t in signal.tables if (ks, t) not in served]
+            if unknown:
+                self._telemetry.metrics.signals_total.labels("refused").inc()
+                log.error("signal refused: tables not served", signal=signal.id, type=signal.type, tables=unknown)
+                continue
+            self._telemetry.metrics.signals_total.labels("applied").inc()
+            log.info("signal", signal=signal.id, type=signal.type, offset=signal.offset,
+                     tables=[f"{ks}.{t}" for ks, t in signal.tables] or "all")
+            self._signal_book.seen(signal)
+            for group in sorted(self._book.active, key=str):
+                self._act_on_signal(group)
+
+    def _start_signals(self, group: GroupId, position: Position | None, saved: bool,
+                       committed: dict[GroupId, Position]) -> Position | None:
+        """The group's signal mark, and its position without an incremental snapshot that a
+        later stop-snapshot signal ended."""
+        self._awaiting.pop(group, None)
+        mark = self._signal_book.starting(self._book.groups[group], position, saved, committed)
+        if mark is None:
+            self._cycle.signal_marks.pop(group, None)
+        else:
+            self._cycle.signal_marks[group] = mark
+        snapshot = None if position is None else position.snapshot
+        if (position is not None and snapshot is not None and snapshot.kind == "incremental"
+                and self._signal_book.stopped((group.keyspace, group.table))):
+            return replace(position, snapshot=None)
+        return position
+
+    def _act_on_signal(self, group: GroupId) -> None:
+        """An active group acts on the newest signal for its table it has not taken in yet. A
+        stop is committed with the group's next position; an execute once the snapshot has begun
+        (a position that carries its progress), so a crash between the two loses neither."""
+        assert self._reader is not None
+        signal = self._signal_book.take(group)
+        if signal is None:
+            return
+        if signal.type == EXECUTE:
+            self._reader.snapshot_group(group)
+            self._awaiting[group] = signal.offset
+        else:
+            self._reader.stop_snapshot(group)
+            self._awaiting.pop(group, None)
+            self._cycle.signal_marks[group] = signal.offset
+
     def _handle(self, event: SourceEvent) -> None:
-        if self._stale_batch and isinstance(event, RecordRead | GroupProgress | GroupFinished):
+        if self._stale_batch and isinstance(event, RecordRead | SnapshotRead | GroupProgress | GroupFinished):
             return  # polled before a restart from the last commit: the restarted readings bring it again
+        if self._awaiting and isinstance(event, RecordRead | SnapshotRead | GroupProgress):
+            self._snapshot_begun(event.group, event.position)
         if isinstance(event, RecordRead):
             if event.group in self._book.active:
                 self._produce(event)
@@ -367,6 +437,10 @@ class Worker:
             return
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
+
+    def _snapshot_begun(self, group: GroupId, position: Position) -> None:
+        if group in self._awaiting and position.snapshot is not None and position.snapshot.kind == "incremental":
+            self._cycle.signal_marks[group] = self._awaiting.pop(group)
 
     def _produce_snapshot(self, event: SnapshotRead) -> None:
         """A snapshot chunk's `r` records and its progress, in the open transaction together."""

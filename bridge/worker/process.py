@@ -25,6 +25,7 @@ from bridge.kafka.topics import (
     data_topic,
     ensure_topics,
     offsets_topic,
+    signals_topic,
     slots_topic,
     status_topic,
 )
@@ -105,6 +106,8 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
     if config.dead_letter_topic:
         topics.append(data_topic(config.dead_letter_topic))
+    if config.signals_topic:
+        topics.append(signals_topic(config.signals_topic))
     try:
         # Before any other client: a refused password or certificate ends start-up in one line.
         check_access(kafka, KAFKA_TIMEOUT_S)

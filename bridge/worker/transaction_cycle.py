@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bridge.kafka.errors import ProducerFencedError
@@ -44,6 +44,8 @@ class TransactionCycle:
         self.stats = Stats()
         self.pending: dict[GroupId, Position] = {}
         self.committed: dict[GroupId, Position] = {}
+        # The signals each group has taken in (`signal_book.py`), added to its committed position.
+        self.signal_marks: dict[GroupId, int] = {}
         self.urgent = False
         self._txn_started = 0.0
         self._last_commit = time.monotonic()
@@ -98,6 +100,9 @@ class TransactionCycle:
         assert self._producer is not None
         started = time.monotonic()
         for group, position in self.pending.items():
+            mark = self.signal_marks.get(group)
+            if mark is not None and position.signal_offset != mark:
+                position = self.pending[group] = replace(position, signal_offset=mark)
             self._producer.produce(self._config.offsets_topic, encode_key(self._config.name, group),
                                    encode_value(position))
         self._producer.commit(fencing, group_metadata)

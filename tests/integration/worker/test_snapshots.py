@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -39,7 +41,8 @@ class TopicState:
     """The topic applied in order by a consumer that knows cells: `r` = the whole row, `c`/`u` =
     the cells given, `d` = gone. Counts the `r`s of every key."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, snapshot: str = "true") -> None:
+        self.snapshot = snapshot
         self.rows: dict[Key, dict[str, Any]] = {}
         self.reads: Counter[Key] = Counter()
         self.ops: Counter[str] = Counter()
@@ -65,7 +68,7 @@ class TopicState:
             return
         if op == "r":
             self.reads[key] += 1
-            assert envelope["source"]["snapshot"] == "true" and envelope["before"] is None
+            assert envelope["source"]["snapshot"] == self.snapshot and envelope["before"] is None
             assert all(row[c] is not None for c in VALUE_COLUMNS), f"an r carries every column as a cell: {row}"
             self.rows[key] = {}
         stored = self.rows.setdefault(key, {})
@@ -101,6 +104,44 @@ def random_changes(emulator: Emulator, keyspace: str, stop: threading.Event, tou
         time.sleep(0.005)
 
 
+def check_topic_equals_table(stack: Endpoints, topic: str, session: Any, keyspace: str, untouched: set[Key],
+                             snapshot: str) -> None:
+    """The topic applied in order equals the table (waiting for it), stays so, and every row
+    untouched by the changes has exactly one `r`, no row two."""
+    state = TopicState(stack.kafka_bootstrap, topic, snapshot)
+    try:
+        expected: dict[Key, dict[str, Any]] = {}
+
+        def converged() -> bool:
+            nonlocal expected
+            state.catch_up()
+            expected = table_rows(session, keyspace)
+            return folded(state) == expected
+
+        try:
+            wait_for(converged, 180, "the topic applied in order to equal the table")
+        except AssertionError:
+            got = folded(state)
+            diff = sorted(k for k in expected.keys() | got.keys() if expected.get(k) != got.get(k))
+            raise AssertionError(f"{len(diff)} keys differ, e.g. {[(k, expected.get(k), got.get(k)) for k in diff[:5]]}"
+                                 ) from None
+        state.catch_up(5)  # anything more (a second `r`) would show now
+        assert folded(state) == expected
+        assert untouched and all(state.reads[key] == 1 for key in untouched), "every untouched row has one r"
+        assert max(state.reads.values()) == 1, [k for k, n in state.reads.items() if n > 1][:5]
+    finally:
+        state.close()
+
+
+def fill_before_cdc(emulator: Emulator, session: Any, keyspace: str) -> list[tuple[int, int, int, str]]:
+    emulator.execute(f"CREATE TABLE {keyspace}.snap (pk int, ck int, v int, w text, PRIMARY KEY (pk, ck))")
+    insert = session.prepare(f"INSERT INTO {keyspace}.snap (pk, ck, v, w) VALUES (?, ?, ?, ?)")
+    rows = [(pk, ck, pk * 1000 + ck, f"old-{pk}-{ck}") for pk in range(PRE_PARTITIONS) for ck in range(PRE_ROWS)]
+    execute_concurrent_with_args(session, insert, rows, concurrency=64, raise_on_first_error=True)
+    emulator.execute(f"ALTER TABLE {keyspace}.snap WITH cdc = {{'enabled': true}}")
+    return rows
+
+
 def snapshot_events(worker: WorkerProcess, name: str) -> int:
     return sum(1 for e in worker.events() if e.get("event") == name)
 
@@ -116,11 +157,7 @@ def test_initial_snapshot_with_changes_and_sigkills_gives_each_row_once_and_conv
     emulator: Emulator, keyspace: str, cassandra_session: Any, tmp_path: Path, stack: Endpoints,
     workers: Callable[..., WorkerProcess], bridge_name: str,
 ) -> None:
-    emulator.execute(f"CREATE TABLE {keyspace}.snap (pk int, ck int, v int, w text, PRIMARY KEY (pk, ck))")
-    insert = cassandra_session.prepare(f"INSERT INTO {keyspace}.snap (pk, ck, v, w) VALUES (?, ?, ?, ?)")
-    before_cdc = [(pk, ck, pk * 1000 + ck, f"old-{pk}-{ck}") for pk in range(PRE_PARTITIONS) for ck in range(PRE_ROWS)]
-    execute_concurrent_with_args(cassandra_session, insert, before_cdc, concurrency=64, raise_on_first_error=True)
-    emulator.execute(f"ALTER TABLE {keyspace}.snap WITH cdc = {{'enabled': true}}")
+    before_cdc = fill_before_cdc(emulator, cassandra_session, keyspace)
 
     props = worker_properties(stack, bridge_name, [f"{keyspace}.snap"], snapshot__mode="initial",
                               snapshot__fetch__size=10, snapshot__max__threads=1)
@@ -143,31 +180,8 @@ def test_initial_snapshot_with_changes_and_sigkills_gives_each_row_once_and_conv
         stop.set()
         writer.join()
 
-    state = TopicState(stack.kafka_bootstrap, f"{bridge_name}.{keyspace}.snap")
-    try:
-        expected: dict[Key, dict[str, Any]] = {}
-
-        def converged() -> bool:
-            nonlocal expected
-            state.catch_up()
-            expected = table_rows(cassandra_session, keyspace)
-            return folded(state) == expected
-
-        try:
-            wait_for(converged, 180, "the topic applied in order to equal the table")
-        except AssertionError:
-            got = folded(state)
-            diff = sorted(k for k in expected.keys() | got.keys() if expected.get(k) != got.get(k))
-            raise AssertionError(f"{len(diff)} keys differ, e.g. {[(k, expected.get(k), got.get(k)) for k in diff[:5]]}"
-                                 ) from None
-        state.catch_up(5)  # anything more (a second `r`) would show now
-        assert folded(state) == expected
-        untouched = {(pk, ck) for pk, ck, _, _ in before_cdc} - touched
-        assert untouched and all(state.reads[key] == 1 for key in untouched), "every untouched row has one r"
-        assert max(state.reads.values()) == 1, [k for k, n in state.reads.items() if n > 1][:5]
-        assert state.ops["r"] >= len(untouched)
-    finally:
-        state.close()
+    untouched = {(pk, ck) for pk, ck, _, _ in before_cdc} - touched
+    check_topic_equals_table(stack, f"{bridge_name}.{keyspace}.snap", cassandra_session, keyspace, untouched, "true")
     assert sum(snapshot_events(w, "snapshot resumed") for w in everyone) > 0, "a killed snapshot resumed"
     for worker in running:
         assert worker.stop() == 0
@@ -202,3 +216,44 @@ def test_when_needed_closes_a_gap_past_the_log_ttl_with_a_snapshot(
     events = [e.get("event") for e in closing.events()]
     assert "snapshot started" in events and "group failed" not in events
     assert closing.stop() == 0
+
+
+def test_a_signalled_incremental_snapshot_gives_each_row_once_while_the_table_streams(
+    emulator: Emulator, keyspace: str, cassandra_session: Any, tmp_path: Path, stack: Endpoints,
+    workers: Callable[..., WorkerProcess], bridge_name: str,
+) -> None:
+    """`cdc-bridge snapshot start` on a table streamed with `no_data`: its rows from before CDC
+    arrive as `r` (incremental) while its changes keep streaming, a worker SIGKILLed meanwhile."""
+    before_cdc = fill_before_cdc(emulator, cassandra_session, keyspace)
+    props = worker_properties(stack, bridge_name, [f"{keyspace}.snap"], signal__enabled__channels="kafka",
+                              snapshot__fetch__size=10, snapshot__max__threads=1)
+    configs = [write_properties(tmp_path / f"w{i}.properties", {**props, "worker.instance.id": f"w{i}"})
+               for i in range(2)]
+    running = [workers(config, f"w{i}") for i, config in enumerate(configs)]
+    wait_for(lambda: all(snapshot_events(w, "group started") > 0 for w in running), 90, "both workers to stream")
+    stop, touched = threading.Event(), set[Key]()
+    writer = threading.Thread(target=random_changes, args=(emulator, keyspace, stop, touched), name="writer")
+    writer.start()
+    try:
+        time.sleep(2)
+        command = [sys.executable, "-m", "bridge.cli", "snapshot", "start", "--config", str(configs[0]),
+                   "--table", f"{keyspace}.snap"]
+        started = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert started.returncode == 0 and "execute-snapshot signal" in started.stdout, started.stderr
+        wait_for(lambda: snapshot_events(running[0], "snapshot chunk") >= 3, 90, "snapshot chunks")
+        running[0].kill()
+        running[0] = workers(configs[0], "w0")
+        status = subprocess.run([*command[:4], "status", *command[5:]], capture_output=True, text=True,
+                                timeout=60, check=False)
+        assert status.returncode == 0 and f"snapshot of {keyspace}.snap:" in status.stdout, status.stderr
+        time.sleep(5)
+    finally:
+        stop.set()
+        writer.join()
+    untouched = {(pk, ck) for pk, ck, _, _ in before_cdc} - touched
+    check_topic_equals_table(stack, f"{bridge_name}.{keyspace}.snap", cassandra_session, keyspace, untouched,
+                             "incremental")
+    events = [e for w in running for e in w.events()]
+    assert any(e.get("event") == "signal" for e in events)
+    for worker in running:
+        assert worker.stop() == 0

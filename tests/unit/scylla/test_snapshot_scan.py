@@ -8,7 +8,7 @@ from bridge.scylla.events import GroupFinished, GroupProgress, GroupRetrying, Sn
 from bridge.scylla.groups import TOKEN_MAX, TOKEN_MIN, GroupId, StreamGroup, TokenRange
 from bridge.scylla.positions import Position, SnapshotProgress
 from bridge.scylla.settings import ReaderSettings
-from bridge.scylla.snapshot_scan import ScannedRow, SnapshotScan, row_time_us, snapshot_rows, snapshot_start
+from bridge.scylla.snapshot_scan import ScanEnd, ScannedRow, SnapshotScan, row_time_us, snapshot_rows, snapshot_start
 from bridge.scylla.stream_id import StreamId
 
 GROUP = GroupId("ks", "t", 1_000, "3")
@@ -26,9 +26,9 @@ def scanned(token: int, ck: int | None = 0, static: bool = False, write_us: int 
                       write_us, write_us, False, False)
 
 
-def start(*ranges: TokenRange, after: int | None = None, stream_after: bool = True) -> SnapshotScan:
+def start(*ranges: TokenRange, after: int | None = None, then: ScanEnd = "stream") -> SnapshotScan:
     position = Position(STREAM_US, STREAM_US, None, SnapshotProgress("true", after))
-    return SnapshotScan(group(*ranges), position, SETTINGS, stream_after)
+    return SnapshotScan(group(*ranges), position, SETTINGS, then)
 
 
 def keys(outputs: list[Any]) -> list[tuple[Any, Any]]:
@@ -68,7 +68,7 @@ def test_the_wrapping_range_is_read_from_the_first_token() -> None:
 
 
 def test_initial_only_finishes_the_group_with_a_completed_snapshot() -> None:
-    scan = start(TokenRange(0, 10), stream_after=False)
+    scan = start(TokenRange(0, 10), then="stop")
     request = scan.request(0)
     assert request is not None
     out = scan.on_page(request, [], None, 1)
