@@ -55,8 +55,9 @@ class TopicState:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             for message in self._consumer.consume(2000, timeout=0.2):
-                if message.error() is None and message.value() is not None:
-                    self._apply(json.loads(message.value()))
+                value = message.value() if message.error() is None else None
+                if value is not None:
+                    self._apply(json.loads(value))
 
     def _apply(self, envelope: dict[str, Any]) -> None:
         op = envelope["op"]
