@@ -113,6 +113,12 @@ class BridgeConfig(BaseModel):
     signal_kafka_topic: str | None = _setting("signal.kafka.topic", None, "Topic of Debezium signals "
                                               "(execute-snapshot, stop-snapshot) keyed by topic.prefix; default "
                                               "<name>-signals.")
+    notification_channels: str = _setting("notification.enabled.channels", "", "Where snapshot notifications go: "
+                                          "kafka (sink, Debezium's name, accepted) for the "
+                                          "notification.sink.topic.name, or empty for none.")
+    notification_topic: str | None = _setting("notification.sink.topic.name", None, "Topic of Debezium "
+                                              "notifications of snapshots (STARTED, IN_PROGRESS, COMPLETED per "
+                                              "group); default <name>-notifications.")
     failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
                                           "cannot translate or serialize: fail (its group stops and is retried, "
                                           "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
@@ -219,6 +225,15 @@ class BridgeConfig(BaseModel):
                              "CDC log has no signalling table)")
         return ",".join(sorted(channels))
 
+    @field_validator("notification_channels")
+    @classmethod
+    def _notification_channels(cls, value: str) -> str:
+        channels = {"kafka" if part.strip().lower() == "sink" else part.strip().lower()
+                    for part in value.split(",") if part.strip()}
+        if channels - {"kafka"}:
+            raise ValueError(f"{', '.join(sorted(channels - {'kafka'}))}: only the kafka (sink) channel is supported")
+        return ",".join(sorted(channels))
+
     @field_validator("ssl_provider")
     @classmethod
     def _provider(cls, value: str) -> str:
@@ -290,6 +305,11 @@ class BridgeConfig(BaseModel):
     def signals_topic(self) -> str | None:
         """The signals topic when the kafka channel is on."""
         return (self.signal_kafka_topic or f"{self.name}-signals") if self.signal_channels else None
+
+    @property
+    def notifications_topic(self) -> str | None:
+        """The notifications topic when the kafka channel is on."""
+        return (self.notification_topic or f"{self.name}-notifications") if self.notification_channels else None
 
     @property
     def slots_topic_name(self) -> str:

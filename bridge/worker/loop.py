@@ -44,7 +44,7 @@ from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
 from bridge.worker.dead_letters import dead_letter
-from bridge.worker.encoding import GroupFailure, RecordEncoder
+from bridge.worker.encoding import GroupFailure, RecordEncoder, SerializedRecord
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.signal_book import SignalBook
@@ -80,7 +80,7 @@ class Worker:
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
-        self._snapshots = SnapshotProgress(telemetry.metrics)
+        self._snapshots = SnapshotProgress(telemetry.metrics, config.name, config.notifications_topic)
         self._signal_book = SignalBook()
         self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
         self._signals = (None if config.signals_topic is None
@@ -443,24 +443,27 @@ class Worker:
             self._cycle.signal_marks[group] = self._awaiting.pop(group)
 
     def _produce_snapshot(self, event: SnapshotRead) -> None:
-        """A snapshot chunk's `r` records and its progress, in the open transaction together."""
+        """A snapshot chunk's `r` records, its notifications and its progress, in the open
+        transaction together."""
         group = event.group
-        if not event.rows:
+        records: list[SerializedRecord] = []
+        if event.rows:
+            try:
+                translation, records = self._encoder.encode_snapshot(group.keyspace, group.table, event.rows,
+                                                                     event.kind)
+            except GroupFailure as failure:
+                self._telemetry.change_failed(group.keyspace, group.table, "failed")
+                self._fail_group(group, str(failure))
+                return
+            self._telemetry.translated(group.keyspace, group.table, translation)
+        records += self._snapshots.chunk(event)
+        if not records:
             self._cycle.advance(group, event.position)
-            return
-        try:
-            translation, records = self._encoder.encode_snapshot(group.keyspace, group.table, event.rows, event.kind)
-        except GroupFailure as failure:
-            self._telemetry.change_failed(group.keyspace, group.table, "failed")
-            self._fail_group(group, str(failure))
             return
         try:
             self._cycle.stage(records, group, event.position)
         except TransactionAbortedError as error:
             self._transaction_failed(error)
-            return
-        self._telemetry.translated(group.keyspace, group.table, translation)
-        self._snapshots.chunk(event)
 
     def _pass_failed(self, event: RecordRead, reason: str) -> None:
         """warn / skip: go on past a change that cannot be carried, leaving a trace of it."""

@@ -108,6 +108,8 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         topics.append(data_topic(config.dead_letter_topic))
     if config.signals_topic:
         topics.append(signals_topic(config.signals_topic))
+    if config.notifications_topic:
+        topics.append(data_topic(config.notifications_topic))
     try:
         # Before any other client: a refused password or certificate ends start-up in one line.
         check_access(kafka, KAFKA_TIMEOUT_S)

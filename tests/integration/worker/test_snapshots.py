@@ -227,7 +227,8 @@ def test_a_signalled_incremental_snapshot_gives_each_row_once_while_the_table_st
     arrive as `r` (incremental) while its changes keep streaming, a worker SIGKILLed meanwhile."""
     before_cdc = fill_before_cdc(emulator, cassandra_session, keyspace)
     props = worker_properties(stack, bridge_name, [f"{keyspace}.snap"], signal__enabled__channels="kafka",
-                              snapshot__fetch__size=10, snapshot__max__threads=1)
+                              notification__enabled__channels="kafka", snapshot__fetch__size=10,
+                              snapshot__max__threads=1)
     configs = [write_properties(tmp_path / f"w{i}.properties", {**props, "worker.instance.id": f"w{i}"})
                for i in range(2)]
     running = [workers(config, f"w{i}") for i, config in enumerate(configs)]
@@ -256,5 +257,12 @@ def test_a_signalled_incremental_snapshot_gives_each_row_once_while_the_table_st
                              "incremental")
     events = [e for w in running for e in w.events()]
     assert any(e.get("event") == "signal" for e in events)
+    snapshotted = {e["group"] for e in events if e.get("event") == "snapshot finished"}
+    notes = [json.loads(value) for _, value in read_topic(stack.kafka_bootstrap, f"{bridge_name}-notifications",
+                                                          expected=10**9, timeout_s=10, settle_s=0)
+             if value is not None]
+    completed = Counter(n["additionalData"]["group"] for n in notes if n["type"] == "COMPLETED")
+    assert all(n["aggregateType"] == "Incremental Snapshot" for n in notes)
+    assert set(completed) == snapshotted and set(completed.values()) == {1}, "one COMPLETED per group, committed"
     for worker in running:
         assert worker.stop() == 0
