@@ -143,6 +143,8 @@ def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
     then = table_lags(group_lags(before, taken - confidence_s))
     for table, lag_s in sorted(table_lags(lags).items()):
         print(f"table {table}: {catch_up_text(then.get(table), lag_s, now - taken, config.heartbeat_interval_ms)}")
+    for table, line in sorted(snapshot_lines(after).items()):
+        print(f"table {table}: {line}")
     for record in corrupt:
         print(f"corrupt: {record.describe()}")
     for status in read_statuses(config.kafka_client_config(), config.status_topic, TIMEOUT_S):
@@ -150,6 +152,18 @@ def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
             for failed, reason in sorted(status.failed.items()):
                 print(f"failed: {failed} on {status.worker}: {reason}")
     return 0
+
+
+def snapshot_lines(positions: dict[GroupId, Position]) -> dict[str, str]:
+    """Per table with a snapshot under way: how many of its groups are snapshotting, of which kind
+    (`cdc-bridge snapshot status --table` lists them)."""
+    running: dict[str, list[str]] = {}
+    for group, position in positions.items():
+        if position.snapshot is not None and not position.snapshot.completed:
+            running.setdefault(f"{group.keyspace}.{group.table}", []).append(position.snapshot.kind)
+    totals = {table: sum(1 for g in positions if f"{g.keyspace}.{g.table}" == table) for table in running}
+    return {table: f"snapshot ({', '.join(sorted(set(kinds)))}) running in {len(kinds)} of {totals[table]} groups"
+            for table, kinds in running.items()}
 
 
 def group_lags(positions: dict[GroupId, Position], horizon_s: float) -> dict[GroupId, float | None]:

@@ -114,6 +114,7 @@ class SnapshotScan:
         self.then = then
         self.rows_handed_on = 0
         self.done = False
+        self.dropped = False  # the table was dropped while it was read
         self.in_flight = False
         self.retry_at_us = 0
         self._fetch_size = settings.snapshot_fetch_size
@@ -171,10 +172,14 @@ class SnapshotScan:
         if request.number != self._number or self.done:
             return []
         self.in_flight = False
-        if classify(error) is ErrorKind.FATAL:
+        kind = classify(error)
+        if kind is ErrorKind.FATAL:
             self.done = True
             return [ReaderFailed(self.group.id, f"{self.group.keyspace}.{self.group.table}",
                                  f"snapshot read failed: {describe(error)}")]
+        if kind is ErrorKind.TABLE_MISSING:  # dropped meanwhile: the snapshot ends, the stream says the rest
+            self.dropped = True
+            return self.finish()
         delay_ms = self._backoff.next_delay_ms()
         self.retry_at_us = now_us + int(delay_ms * 1000)
         return [GroupRetrying(self.group.id, f"snapshot read: {describe(error)}", delay_ms)]

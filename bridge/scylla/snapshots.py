@@ -166,7 +166,8 @@ class SnapshotScheduler:
         del self._scans[scan.group.id]
         group = scan.group
         failed = bool(outputs) and isinstance(outputs[-1], ReaderFailed)
-        log.info("snapshot finished", keyspace=group.keyspace, table=group.table, group=str(group.id),
-                 rows=scan.rows_handed_on, kind=scan.progress.kind, failed=failed)
+        say = log.warning if failed or scan.dropped else log.info
+        say("snapshot ended: the table was dropped" if scan.dropped else "snapshot finished", keyspace=group.keyspace,
+            table=group.table, group=str(group.id), rows=scan.rows_handed_on, kind=scan.progress.kind, failed=failed)
         if outputs and isinstance(outputs[-1], GroupProgress):
             self._stream(group, outputs[-1].position)

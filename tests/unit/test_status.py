@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bridge.cli.ops import catch_up_text, group_lags, table_lags
+from bridge.cli.ops import catch_up_text, group_lags, snapshot_lines, table_lags
 from bridge.scylla.groups import GroupId
-from bridge.scylla.positions import Position
+from bridge.scylla.positions import Position, SnapshotProgress
 
 OLD, NEW = 1_000_000, 1_600_000  # generation starts, ms
 
@@ -35,3 +35,12 @@ def test_catch_up_text_gives_rate_and_eta() -> None:
     assert catch_up_text(100.0, 105.0, 5.0, heartbeat).endswith("not gaining (sampled over 5 s)")
     assert catch_up_text(9.0, 12.0, 5.0, heartbeat).endswith("keeping up")  # an idle group: one heartbeat behind
     assert catch_up_text(None, 70.0, 0.0, heartbeat) == "lag 70.0 s (slowest group)"
+
+
+def test_status_tells_which_tables_are_being_snapshotted() -> None:
+    positions = {
+        GroupId("ks", "t", 1, "1"): Position(5, 5, None, SnapshotProgress("incremental", 42)),
+        GroupId("ks", "t", 1, "2"): Position.at(5),
+        GroupId("ks", "u", 1, "1"): Position(5, 5, None, SnapshotProgress("true", None, completed=True)),
+    }
+    assert snapshot_lines(positions) == {"ks.t": "snapshot (incremental) running in 1 of 2 groups"}

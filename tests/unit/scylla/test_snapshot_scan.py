@@ -134,3 +134,13 @@ def test_snapshot_progress_travels_in_the_offsets_value_beside_the_java_fields()
     assert {"window_start", "window_end"} <= value.keys()
     assert Position.from_offsets_value(value) == position
     assert Position.from_offsets_value(Position.at(STREAM_US).to_offsets_value()).snapshot is None
+
+
+def test_a_table_dropped_while_read_ends_the_snapshot_and_leaves_the_rest_to_the_stream() -> None:
+    from cassandra import InvalidRequest
+
+    scan = start(TokenRange(0, 10), TokenRange(20, 30))
+    request = scan.request(0)
+    assert request is not None
+    out = scan.on_error(request, InvalidRequest("unconfigured table snap"), 1)
+    assert scan.done and scan.dropped and out == [GroupProgress(GROUP, Position.at(STREAM_US))]
