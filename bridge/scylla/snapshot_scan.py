@@ -117,7 +117,6 @@ class SnapshotScan:
         self.dropped = False  # the table was dropped while it was read
         self.in_flight = False
         self.retry_at_us = 0
-        self._fetch_size = settings.snapshot_fetch_size
         self._backoff = Backoff(settings.backoff_base_ms, settings.backoff_max_ms)
         self._all = sorted(group.token_ranges)
         after = self.progress.after_token
@@ -134,9 +133,15 @@ class SnapshotScan:
         total = _span(self._all)
         after = self.progress.after_token
         if after is None or total == 0:
-            return 0.0 if not self.done else 1.0
+            return 1.0 if self.done else 0.0
         done = sum(min(r.end, after) - r.start for r in self._all if r.start < after)
         return min(1.0, done / total)
+
+    @property
+    def holding(self) -> bool:
+        """A page in flight, or rows of a partition that the next page completes: they were read
+        at the current stream position, and must be handed on at it."""
+        return self.in_flight or bool(self._held)
 
     def request(self, now_us: int) -> ScanRequest | None:
         if self.done or self.in_flight or now_us < self.retry_at_us:

@@ -85,9 +85,9 @@ class SnapshotScheduler:
                      rows=scan.rows_handed_on, reason="stop-snapshot signal")
 
     def holds(self, group: GroupId) -> bool:
-        """The group's stream waits: its snapshot's page is being read."""
+        """The group's stream waits: its snapshot's page is being read, or a partition it began."""
         scan = self._scans.get(group)
-        return scan is not None and scan.in_flight
+        return scan is not None and scan.holding
 
     def with_progress(self, group: GroupId, outputs: list[Output]) -> list[Output]:
         """A streaming group's positions carry its incremental snapshot's progress, so a commit of

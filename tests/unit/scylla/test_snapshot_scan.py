@@ -39,8 +39,10 @@ def test_a_partition_split_over_pages_is_handed_on_whole_and_progress_names_whol
     scan = start(TokenRange(0, 100))
     first = scan.request(0)
     assert first is not None and (first.lower, first.upper, first.paging_state) == (0, 100, None)
+    assert scan.holding
     out = scan.on_page(first, [scanned(5), scanned(7, 0), scanned(7, 1)], b"page2", 1)
     assert keys(out) == [(5, 0)]  # token 7 may go on in the next page
+    assert scan.holding, "an incremental snapshot's stream must wait until token 7 is whole"
     assert [o.position.snapshot.after_token for o in out if isinstance(o, SnapshotRead)] == [5]
     second = scan.request(0)
     assert second is not None and (second.lower, second.paging_state) == (0, b"page2")  # same query, next page
@@ -49,7 +51,7 @@ def test_a_partition_split_over_pages_is_handed_on_whole_and_progress_names_whol
     read = [o for o in out if isinstance(o, SnapshotRead)]
     assert read[-1].position.snapshot == SnapshotProgress("true", 100) and read[-1].fraction == 1.0
     assert isinstance(out[-1], GroupProgress) and out[-1].position == Position.at(STREAM_US)
-    assert scan.done and scan.request(0) is None
+    assert scan.done and scan.request(0) is None and not scan.holding
 
 
 def test_a_resume_starts_after_the_last_partition_handed_on_and_skips_finished_ranges() -> None:
