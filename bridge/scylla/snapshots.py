@@ -40,6 +40,7 @@ class SnapshotScheduler:
         self._put = put
         self._stream = stream  # start streaming a group from a position (the reader's `_stream`)
         self._scans: dict[GroupId, SnapshotScan] = {}
+        self._turn = 0
 
     def __bool__(self) -> bool:
         return bool(self._scans)
@@ -107,7 +108,13 @@ class SnapshotScheduler:
 
     def issue(self, now: int, readers: dict[GroupId, GroupReader], blocked: Callable[[GroupReader], bool]) -> None:
         running = sum(1 for scan in self._scans.values() if scan.in_flight)
-        for scan in list(self._scans.values()):
+        if not self._scans or running >= self._settings.snapshot_max_threads:
+            return
+        # Each call starts one scan further on, so the groups take turns: a small table's
+        # snapshot (and then its stream) does not wait for a big one's to end.
+        scans = list(self._scans.values())
+        self._turn = (self._turn + 1) % len(scans)
+        for scan in scans[self._turn:] + scans[:self._turn]:
             if running >= self._settings.snapshot_max_threads:
                 return
             if scan.in_flight or scan.done:
