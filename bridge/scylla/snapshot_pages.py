@@ -52,25 +52,23 @@ def keyed_list(values: Sequence[Any]) -> dict[Any, Any]:
 
 
 class _Part:
-    """The static or the regular columns of a result row: their values, write times and lists."""
+    """The static or the regular columns of a result row: their values, write times and lists.
+    The write-time columns follow one another, so their newest is one `max` over a slice."""
 
     def __init__(self, columns: list[Column], first: int, first_time: int) -> None:
-        self.names = [c.name for c in columns]
-        self.indexes = range(first, first + len(columns))
-        timed = [i for i, c in enumerate(columns) if _shows_write_time(c)]
-        self.time_indexes = [first_time + n for n in range(len(timed))]
-        self.lists = {i for i, c in enumerate(columns) if _is_list(c)}
-        self.count_timed = len(timed)
+        self.names = tuple(c.name for c in columns)
+        self.values = slice(first, first + len(columns))
+        self.count_timed = sum(1 for c in columns if _shows_write_time(c))
+        self.times = slice(first_time, first_time + self.count_timed)
+        self.lists = tuple(c.name for c in columns if _is_list(c))
 
     def read(self, row: Sequence[Any]) -> tuple[dict[str, Any], int | None, bool]:
-        values: dict[str, Any] = {}
+        values = dict(zip(self.names, row[self.values], strict=True))
         has_list = False
-        for n, (name, index) in enumerate(zip(self.names, self.indexes, strict=True)):
-            value = row[index]
-            if n in self.lists and value is not None:
-                value, has_list = keyed_list(value), True
-            values[name] = value
-        times = [row[i] for i in self.time_indexes if row[i] is not None]
+        for name in self.lists:
+            if values[name] is not None:
+                values[name], has_list = keyed_list(values[name]), True
+        times = [t for t in row[self.times] if t is not None]
         return values, (max(times) if times else None), has_list
 
 
