@@ -146,3 +146,28 @@ def test_a_table_dropped_while_read_ends_the_snapshot_and_leaves_the_rest_to_the
     assert request is not None
     out = scan.on_error(request, InvalidRequest("unconfigured table snap"), 1)
     assert scan.done and scan.dropped and out == [GroupProgress(GROUP, Position.at(STREAM_US))]
+
+
+def test_a_result_row_is_decoded_into_its_clustered_and_static_rows_in_the_logs_representation() -> None:
+    from bridge.scylla.schema import Column, ColumnKind, TableSchema, parse_cql_type
+    from bridge.scylla.snapshot_pages import SnapshotDecoder, keyed_list
+
+    def column(name: str, cql: str, kind: ColumnKind) -> Column:
+        return Column(name, parse_cql_type(cql), kind)
+
+    table = TableSchema("ks", "t", (column("pk", "int", ColumnKind.PARTITION_KEY),
+                                    column("ck", "int", ColumnKind.CLUSTERING),
+                                    column("st", "int", ColumnKind.STATIC),
+                                    column("l", "list<int>", ColumnKind.REGULAR),
+                                    column("v", "text", ColumnKind.REGULAR)))
+    decoder = SnapshotDecoder(table)
+    assert decoder.ranged_query == ('SELECT token("pk"), "pk", "ck", "st", "l", "v", WRITETIME("st"), WRITETIME("v") '
+                                    'FROM "ks"."t" WHERE token("pk") > ? AND token("pk") <= ?')
+    row = decoder.decode((-7, 1, 2, 30, [5, 6], "x", 100, 200))
+    assert row.token == -7 and row.partition == (1,)
+    assert row.row == {"pk": 1, "ck": 2, "l": keyed_list([5, 6]), "v": "x"}
+    assert (row.row_write_us, row.row_has_list) == (200, True)
+    assert row.static == {"pk": 1, "ck": None, "st": 30} and (row.static_write_us, row.static_has_list) == (100, False)
+    alone = decoder.decode((-7, 1, None, 30, None, None, 100, None))  # a partition with only its static row
+    assert alone.row is None and alone.static is not None and alone.row_write_us is None
+    assert list(keyed_list([9, 8, 7]).values()) == [9, 8, 7]
