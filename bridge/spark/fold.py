@@ -6,18 +6,27 @@ of `{"key", "value"}` entries, dates as days, timestamps as epoch milliseconds),
 knows nothing about Spark and is tested on its own.
 
 Rules (docs/spark.md "Mirror semantics"):
-- changes apply in order of (`source.ts_us`, deletes after writes of the same timestamp, record
-  order): ScyllaDB lets a tombstone win over a write with the same timestamp;
+- changes apply in order of (`source.ts_us`, rank, record order), the rank ordering the changes
+  of one timestamp: writes (`c`, `u`), then snapshot rows (`r`), then deletes. ScyllaDB lets a
+  tombstone win over a write with the same timestamp; a snapshot row holds every write up to its
+  own timestamp (its `ts_us` is at or after each of them), so a write of the same timestamp is
+  already in it (a list append must not be applied twice);
 - a cell `null` leaves the stored value alone, `{"value": v}` sets it, `{"value": null}` sets null;
 - `X__elements` applies element changes to the stored collection: sets (add / remove elements),
   maps (put entries / remove keys), UDTs (set fields / null fields), lists (appends; a removal by
   list key cannot be applied to a list the mirror only knows as values, it is counted);
 - `op = d` deletes the row; a range delete removes the rows of its partition whose clustering
   key lies within its bounds, a partition delete every row of the partition;
-- an INSERT (`op = c`) gives the row a row marker, like CQL: a row stays while it has the marker
-  or any non-null regular column, and disappears otherwise (an UPDATE that nulls its last cell);
-- every stored row remembers the position (`ts_us`, offset) of the last change applied to it, and
-  changes at or before it are skipped: a micro-batch replayed after a restart changes nothing;
+- a snapshot row (`op = r`) is a whole-row write: every cell it carries is set (collections
+  whole);
+- an INSERT (`op = c`) or a snapshot row (`op = r`) gives the row a row marker, like CQL: a row
+  stays while it has the marker or any non-null regular column, and disappears otherwise (an
+  UPDATE that nulls its last cell). The static row (clustering columns null) never gets one: CQL's
+  static row has no marker (ScyllaDB logs a static-only INSERT as an update);
+- every stored row remembers the position (`ts_us`, rank, offset) of the last change applied to
+  it, and changes at or before it are skipped: a micro-batch replayed after a restart changes
+  nothing, and a change at or before a snapshot row's timestamp (already in it) is not applied
+  after it;
 - every stored cell (and the row marker, under the key "") remembers the timestamp it was written
   at: a range / partition delete that arrives after newer writes of its rows (the dropped-changes
   topic is read beside the data topics, not in step with them) removes only what is older than
@@ -35,8 +44,11 @@ MARKER = "_cdc_marker"
 TS_US = "_cdc_ts_us"
 OFFSET = "_cdc_offset"
 CELL_TS = "_cdc_cell_ts"
-HIDDEN = (MARKER, TS_US, OFFSET, CELL_TS)
+RANK = "_cdc_rank"  # the position's rank (WRITE or SNAPSHOT); null in rows written before it existed: WRITE
+HIDDEN = (MARKER, TS_US, OFFSET, CELL_TS, RANK)
 ROW_MARKER = ""  # the marker's entry in CELL_TS
+# The order of the changes of one timestamp: writes, snapshot rows (which hold them), deletes.
+WRITE_RANK, SNAPSHOT_RANK, DELETE_RANK = 0, 1, 2
 
 Action = Literal["upsert", "delete", "none"]
 ELEMENTS = "__elements"
@@ -62,17 +74,25 @@ class FoldResult:
     unapplied_list_removals: int = 0
 
 
+def rank(event: Mapping[str, Any]) -> int:
+    """Where a change sorts among the changes of its timestamp: dropped changes (range and
+    partition deletes) and `d` last, `r` before them, `c` / `u` first."""
+    if "kind" in event or event["op"] == "d":
+        return DELETE_RANK
+    return SNAPSHOT_RANK if event["op"] == "r" else WRITE_RANK
+
+
 def _order(event: Mapping[str, Any]) -> tuple[int, int, int]:
-    return (int(event["ts"]), int(event.get("rank", 0)), int(event.get("offset", 0)))
+    return (int(event["ts"]), rank(event), int(event.get("offset", 0)))
 
 
 def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapping[str, Any]]) -> FoldResult:
-    """Apply `events` (data changes `{"op", "ts", "rank", "offset", "after"}` and dropped changes
-    `{"kind", "ts", "rank", "offset", "key", "start", "start_inclusive", "end", "end_inclusive"}`)
+    """Apply `events` (data changes `{"op", "ts", "offset", "after"}` and dropped changes
+    `{"kind", "ts", "offset", "key", "start", "start_inclusive", "end", "end_inclusive"}`)
     to the `stored` row (None: no row)."""
     row: dict[str, Any] | None = dict(stored) if stored is not None else None
-    # A stored row's position is that of a write (rank 0); deletes of the same timestamp sort after it.
-    position = (int(row[TS_US]), 0, int(row[OFFSET])) if row is not None else None
+    # A stored row's position is that of a write or a snapshot row; deletes of its timestamp sort after it.
+    position = (int(row[TS_US]), int(row.get(RANK) or WRITE_RANK), int(row[OFFSET])) if row is not None else None
     changed = False
     ignored_removals = 0
     for event in sorted(events, key=_order):
@@ -97,8 +117,8 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
             row[MARKER] = False
         written = dict(row.get(CELL_TS) or {})
         ts = int(event["ts"])
-        if event["op"] == "c":
-            row[MARKER] = True
+        if event["op"] in ("c", "r") and not any(row.get(name) is None for name in spec.key_columns):
+            row[MARKER] = True  # not on the static row (clustering columns null), which has no marker
             written[ROW_MARKER] = ts
         for column in spec.value_columns:
             cell = after.get(column.name)
@@ -112,7 +132,7 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
                 written[column.name] = ts
         row[CELL_TS] = written
         position = event_position
-        row[TS_US], row[OFFSET] = position[0], position[2]
+        row[TS_US], row[RANK], row[OFFSET] = position
         changed = True
     if not changed:
         return FoldResult("none", None, ignored_removals)

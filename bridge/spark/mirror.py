@@ -8,9 +8,10 @@ partition deletes) are read back, the stored deletes covering those keys are joi
 semantics of the reference `bridge.spark.fold`), and one MERGE on the key columns writes upserts
 and deletes into a table with deletion vectors (a small batch marks the rows it replaces instead
 of rewriting their files). Bookkeeping columns `_cdc_marker`,
-`_cdc_ts_us`, `_cdc_offset` make replays idempotent (the fold skips changes at or before a row's
-position), and the MERGE also carries Delta's idempotent-write marker (`txnAppId` = job name and
-table, `txnVersion` = batch id), so a micro-batch re-run after a restart commits nothing twice.
+`_cdc_ts_us`, `_cdc_rank`, `_cdc_offset` make replays idempotent (the fold skips changes at or
+before a row's position), and the MERGE also carries Delta's idempotent-write marker (`txnAppId`
+= job name and table, `txnVersion` = batch id), so a micro-batch re-run after a restart commits
+nothing twice.
 
 Column roles are kept in the Delta schema's field metadata (`cdc.role`, `cdc.collection`,
 `cdc.elements`, `cdc.logical`), so a batch holding only a range delete knows the table.
@@ -136,7 +137,7 @@ class MirrorWriter:
             key = self._key(row["key"])
             source = env["source"]
             found[(source["keyspace_name"], source["table_name"])].append({
-                "kind": env["kind"], "ts": source["ts_us"], "rank": 1, "offset": row["offset"], "key": key,
+                "kind": env["kind"], "ts": source["ts_us"], "offset": row["offset"], "key": key,
                 "start": env.get("start"), "start_inclusive": env.get("start_inclusive"),
                 "end": env.get("end"), "end_inclusive": env.get("end_inclusive")})
         return found
@@ -162,15 +163,18 @@ class MirrorWriter:
 
         path = self.path(*table)
         known = self._columns.get(path)
+        outdated = False  # a table of an earlier version, without a bookkeeping column added since (`_cdc_rank`)
         if known is None and DeltaTable.isDeltaTable(spark, path):
-            known = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
+            schema = DeltaTable.forPath(spark, path).toDF().schema
+            known = columns_from_delta(schema)
+            outdated = not set(HIDDEN) <= set(schema.fieldNames())
         columns = known or MirrorColumns(())
         for group in groups:
             assert group.shape is not None
             columns = columns.merged_with(group.shape.columns)
         if not columns.columns:
             return 0  # dropped changes of a table the mirror has never seen: nothing to delete
-        if known is None or len(columns.columns) != len(known.columns):
+        if known is None or outdated or len(columns.columns) != len(known.columns):
             self._ensure_table(spark, path, columns, known is not None)
         self._columns[path] = columns
         app_id = f"{self.name}:{table[0]}.{table[1]}"

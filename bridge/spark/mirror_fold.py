@@ -3,20 +3,23 @@ Python model tested on its own) as one `aggregate` over each key's changes in or
 micro-batch is folded inside the JVM, with no Python per row.
 
 Each key's **events** are collected into one array of structs (`event_type`) and sorted by
-(`ts`, `rank`, `off`): the stored row (`kind` -1, first), data changes (`kind` 0: `op`, and per
-value column `i` the cell `v{i}` with `c{i}` telling "set" from "not touched", the element
-change `a{i}` / `r{i}` with `e{i}`) and the range / partition deletes that cover the key
-(`kind` 1, coverage decided before: `covers`). The fold's state (`_state_fields`) holds the
-row: values `v{i}`, per-cell write timestamps `t{i}`, the row marker `m` and its timestamp `mts`,
-the position (`pts`, `poff`) of the last change applied, whether a stored row existed (`st`)
-and whether anything changed (`ch`). One step:
+(`ts`, `rank`, `off`), `rank` ordering one timestamp's writes (`c`, `u`), snapshot rows (`r`)
+and deletes (`bridge.spark.fold.rank`): the stored row (`kind` -1, first), data changes
+(`kind` 0: `op`, `m` whether it sets the row marker, and per value column `i` the cell `v{i}`
+with `c{i}` telling "set" from "not touched", the element change `a{i}` / `r{i}` with `e{i}`)
+and the range / partition deletes that cover the key (`kind` 1, coverage decided before:
+`covers`). The fold's state (`_state_fields`) holds the row: values `v{i}`, per-cell write
+timestamps `t{i}`, the row marker `m` and its timestamp `mts`, the position (`pts`, `prk`,
+`poff`) of the last change applied, whether a stored row existed (`st`) and whether anything
+changed (`ch`). One step:
 
 - stored row: the state becomes it;
-- a data change at or before the position: skipped (a replay);
+- a data change at or before the position: skipped (a replay, or a change a snapshot row holds);
 - `op = d`: every cell and the marker go; otherwise cells set (`c{i}`) take the change's value,
   element changes apply to the current value (sets: `array_except` / `array_union`; maps:
   `map_filter` / `map_concat`; lists: `concat` of the appended values; UDTs: field by field),
-  `op = c` sets the marker, and the written cells and the position take the change's;
+  `op = c` / `r` set the marker (not on the static row), and the written cells and the position
+  take the change's;
 - a covering delete at `ts`: cells and marker written at or before `ts` go (a tombstone wins a tie).
 
 Values are in the Delta table's representation (Spark dates, timestamps and maps) throughout:
@@ -32,7 +35,17 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, ROW_MARKER, TS_US
+from bridge.spark.fold import (
+    CELL_TS,
+    DELETE_RANK,
+    MARKER,
+    OFFSET,
+    RANK,
+    ROW_MARKER,
+    SNAPSHOT_RANK,
+    TS_US,
+    WRITE_RANK,
+)
 from bridge.spark.shape import ColumnShape
 
 STORED, DATA, DELETE = -1, 0, 1
@@ -59,7 +72,7 @@ def event_type(values: Sequence[ColumnShape]) -> T.StructType:
               T.StructField("off", T.LongType()), T.StructField("kind", T.IntegerType()),
               T.StructField("op", T.StringType()), T.StructField("m", T.BooleanType()),
               T.StructField("mts", T.LongType()), T.StructField("pts", T.LongType()),
-              T.StructField("poff", T.LongType())]
+              T.StructField("prk", T.IntegerType()), T.StructField("poff", T.LongType())]
     for i, column in enumerate(values):
         fields += [T.StructField(f"v{i}", column.mirror_type()), T.StructField(f"c{i}", T.BooleanType()),
                    T.StructField(f"t{i}", T.LongType())]
@@ -76,11 +89,14 @@ def _event(values: Sequence[ColumnShape], given: dict[str, Column]) -> Column:
                       for f in event_type(values).fields])
 
 
-def data_event(values: Sequence[ColumnShape], ts: Column, offset: Column, op: Column,
+def data_event(values: Sequence[ColumnShape], ts: Column, offset: Column, op: Column, static_row: Column,
                cells: Sequence[tuple[Column | None, Column | None, Column | None]]) -> Column:
-    """A data change; `cells[i]` = (the cell struct or None when the schema lacks the column,
-    its value in the Delta representation, the (added, removed) element struct or None)."""
-    given = {"ts": ts, "rank": F.when(op == "d", 1).otherwise(0), "off": offset, "kind": F.lit(DATA), "op": op}
+    """A data change; `static_row`: its key's clustering columns are null; `cells[i]` = (the cell
+    struct or None when the schema lacks the column, its value in the Delta representation, the
+    (added, removed) element struct or None)."""
+    rank = F.when(op == "d", DELETE_RANK).when(op == "r", SNAPSHOT_RANK).otherwise(WRITE_RANK)
+    marks = op.isin("c", "r") & ~static_row  # CQL's static row has no row marker
+    given = {"ts": ts, "rank": rank, "off": offset, "kind": F.lit(DATA), "op": op, "m": marks}
     for i, (column, (cell, value, elements)) in enumerate(zip(values, cells, strict=True)):
         if cell is not None and value is not None:
             given[f"c{i}"] = cell.isNotNull()
@@ -104,7 +120,7 @@ def stored_event(values: Sequence[ColumnShape]) -> Column:
     cell_ts = F.col(f"`{CELL_TS}`")
     given = {"ts": F.lit(FIRST), "rank": F.lit(0), "off": F.lit(0), "kind": F.lit(STORED),
              "m": F.coalesce(F.col(MARKER), F.lit(False)), "mts": cell_ts[ROW_MARKER],
-             "pts": F.col(TS_US), "poff": F.col(OFFSET)}
+             "pts": F.col(TS_US), "prk": F.coalesce(F.col(RANK), F.lit(WRITE_RANK)), "poff": F.col(OFFSET)}
     for i, column in enumerate(values):
         given[f"v{i}"] = F.col(f"`{column.name}`")
         given[f"t{i}"] = cell_ts[column.name]
@@ -112,13 +128,14 @@ def stored_event(values: Sequence[ColumnShape]) -> Column:
 
 
 def delete_event(values: Sequence[ColumnShape], ts: Column, offset: Column) -> Column:
-    return _event(values, {"ts": ts, "rank": F.lit(1), "off": offset, "kind": F.lit(DELETE)})
+    return _event(values, {"ts": ts, "rank": F.lit(DELETE_RANK), "off": offset, "kind": F.lit(DELETE)})
 
 
 def _state_fields(values: Sequence[ColumnShape]) -> list[T.StructField]:
     fields = [T.StructField("st", T.BooleanType()), T.StructField("ch", T.BooleanType()),
               T.StructField("m", T.BooleanType()), T.StructField("mts", T.LongType()),
-              T.StructField("pts", T.LongType()), T.StructField("poff", T.LongType())]
+              T.StructField("pts", T.LongType()), T.StructField("prk", T.IntegerType()),
+              T.StructField("poff", T.LongType())]
     for i, column in enumerate(values):
         fields += [T.StructField(f"v{i}", column.mirror_type()), T.StructField(f"t{i}", T.LongType())]
     return fields
@@ -183,18 +200,22 @@ def _entry_key(mirror: T.DataType) -> T.DataType:
 def _step(values: Sequence[ColumnShape]) -> Callable[[Column, Column], Column]:
     def step(s: Column, x: Column) -> Column:
         stored = x["kind"] == STORED
+        # after the position (ts, rank, offset): a change of the same timestamp applies when it
+        # ranks after it, or ranks the same and comes later
         applied = (x["kind"] == DATA) & (s["pts"].isNull() | (x["ts"] > s["pts"]) | (
-            (x["ts"] == s["pts"]) & ((x["rank"] > 0) | (x["off"] > s["poff"]))))
+            (x["ts"] == s["pts"]) & ((x["rank"] > s["prk"]) | ((x["rank"] == s["prk"]) & (x["off"] > s["poff"])))))
         gone = applied & (x["op"] == "d")
         write = applied & (x["op"] != "d")
+        marks = write & F.coalesce(x["m"], F.lit(False))
         covering = x["kind"] == DELETE
         shadow_m = covering & F.coalesce(s["m"], F.lit(False)) & (F.coalesce(s["mts"], F.lit(0)) <= x["ts"])
         fields: list[Column] = [
             F.when(stored, x["m"]).when(gone | shadow_m, F.lit(False))
-            .when(write & (x["op"] == "c"), F.lit(True)).otherwise(s["m"]).alias("m"),
+            .when(marks, F.lit(True)).otherwise(s["m"]).alias("m"),
             F.when(stored, x["mts"]).when(gone | shadow_m, F.lit(None))
-            .when(write & (x["op"] == "c"), x["ts"]).otherwise(s["mts"]).alias("mts"),
+            .when(marks, x["ts"]).otherwise(s["mts"]).alias("mts"),
             F.when(stored, x["pts"]).when(applied, x["ts"]).otherwise(s["pts"]).alias("pts"),
+            F.when(stored, x["prk"]).when(applied, x["rank"]).otherwise(s["prk"]).alias("prk"),
             F.when(stored, x["poff"]).when(applied, x["off"]).otherwise(s["poff"]).alias("poff"),
         ]
         shadows = [shadow_m]
@@ -224,7 +245,7 @@ def _step(values: Sequence[ColumnShape]) -> Callable[[Column, Column], Column]:
 def fold(values: Sequence[ColumnShape], events: Column) -> Column:
     """The folded state of a key from its (unsorted) `events` array: a struct with `action`
     ('upsert' | 'delete' | 'none'), `v{i}` (sets sorted, maps ordered by key), `m`, `pts`,
-    `poff` and `cell_ts`."""
+    `prk`, `poff` and `cell_ts`."""
     fields = _state_fields(values)
     initial = F.struct(*[(F.lit(False) if f.name in ("st", "ch", "m") else F.lit(None)).cast(f.dataType)
                          .alias(f.name) for f in fields])
@@ -237,8 +258,8 @@ def fold(values: Sequence[ColumnShape], events: Column) -> Column:
         written += [F.struct(F.lit(c.name).alias("key"), F.when(s[f"v{i}"].isNotNull(), s[f"t{i}"]).alias("value"))
                     for i, c in enumerate(values)]
         cell_ts = F.map_from_entries(F.filter(F.array(*written), lambda e: e["value"].isNotNull()))
-        out = [action.alias("action"), s["m"].alias("m"), s["pts"].alias("pts"), s["poff"].alias("poff"),
-               cell_ts.alias("cell_ts")]
+        out = [action.alias("action"), s["m"].alias("m"), s["pts"].alias("pts"), s["prk"].alias("prk"),
+               s["poff"].alias("poff"), cell_ts.alias("cell_ts")]
         out += [_canonical(s[f"v{i}"], c).alias(f"v{i}") for i, c in enumerate(values)]
         return F.struct(*out)
 
@@ -271,5 +292,6 @@ def result_columns(keys: Sequence[ColumnShape], values: Sequence[ColumnShape], f
     out = [F.col(f"`{c.name}`") for c in keys]
     out += [folded[f"v{i}"].alias(c.name) for i, c in enumerate(values)]
     out += [F.coalesce(folded["m"], F.lit(False)).alias(MARKER), folded["pts"].alias(TS_US),
-            folded["poff"].alias(OFFSET), folded["cell_ts"].alias(CELL_TS), folded["action"].alias(ACTION)]
+            folded["poff"].alias(OFFSET), folded["cell_ts"].alias(CELL_TS), folded["prk"].alias(RANK),
+            folded["action"].alias(ACTION)]
     return out

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.decode import Group
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, TS_US, FoldSpec, ValueColumn
+from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, TS_US, FoldSpec, ValueColumn
 from bridge.spark.mirror_fold import data_event, elements_types
 from bridge.spark.shape import ELEMENTS_SUFFIX, ColumnShape, conform
 
 JSON_OPTIONS = {"ignoreNullFields": "false"}
 HIDDEN_FIELDS = (T.StructField(MARKER, T.BooleanType()), T.StructField(TS_US, T.LongType()),
-                 T.StructField(OFFSET, T.LongType()), T.StructField(CELL_TS, T.MapType(T.StringType(), T.LongType())))
+                 T.StructField(OFFSET, T.LongType()), T.StructField(CELL_TS, T.MapType(T.StringType(), T.LongType())),
+                 T.StructField(RANK, T.IntegerType()))
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def change_events(group: Group, columns: MirrorColumns) -> DataFrame:
         present = [f for f in (_field(env[s], env_type[s].dataType, column.name) for s in sides) if f is not None]
         key = F.coalesce(*[conform(c, t, column.spark_type) for c, t in present]) if present else \
             F.lit(None).cast(column.spark_type)
-        keys.append(from_connect(column, key).alias(column.name))
+        keys.append(from_connect(column, key))
     after_type = env_type["after"].dataType if "after" in env_type.fieldNames() else None
     after = env["after"]
     cells: list[tuple[Column | None, Column | None, Column | None]] = []
@@ -149,5 +151,7 @@ def change_events(group: Group, columns: MirrorColumns) -> DataFrame:
         elements = _elements(column, _field(after, after_type, column.name + ELEMENTS_SUFFIX))
         cells.append((cell, value, elements))
     op = env["op"]
-    event = data_event(columns.values, env["source"]["ts_us"], F.col("offset"), op, cells)
-    return group.frame.where(op.isin("c", "u", "d")).select(*keys, event.alias("x"))
+    static_row = reduce(lambda a, b: a | b, [key.isNull() for key in keys], F.lit(False))
+    event = data_event(columns.values, env["source"]["ts_us"], F.col("offset"), op, static_row, cells)
+    named = [key.alias(column.name) for key, column in zip(keys, columns.keys, strict=True)]
+    return group.frame.where(op.isin("c", "u", "d", "r")).select(*named, event.alias("x"))

@@ -1,6 +1,8 @@
 """Golden tests of the flattening: each operation kind under each delete mode gives exactly the
 output reference/ecosystem.md 2.2 documents for ExtractNewRecordState (+ the Scylla SMT's cell
-unwrapping), read by Spark's Kafka source from envelopes the bridge's own serializers wrote."""
+unwrapping), read by Spark's Kafka source from envelopes the bridge's own serializers wrote. A
+snapshot row (`op` = `r`: the inserted row whole, `source.snapshot` = `true`) flattens as the
+insert does, with `r` as its op, in both the Spark-expression and the per-record path."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from bridge.envelope import EnvelopeSettings, Translator, build_record_serializer
+from bridge.envelope import EnvelopeSettings, KafkaRecord, Translator, build_record_serializer
 from bridge.envelope.settings import ConverterKind
 from bridge.kafka.registry import registry_client
 from bridge.sim import Emulator
@@ -36,7 +38,24 @@ MODES: dict[str, dict[str, str]] = {
 @dataclass
 class Written:
     prefix: str
-    ts_ms: list[int]  # source.ts_ms of the c, u, d envelopes
+    ts_ms: list[int]  # source.ts_ms of the c, u, d envelopes (the r has the c's)
+
+
+def _snapshot_of(insert: KafkaRecord) -> KafkaRecord:
+    """The snapshot row (`op` = `r`) of an insert's row, as the worker writes one: `before` null,
+    every column a cell (`{"value": null}` for a null column), element changes null, the
+    insert's write time, `source.snapshot` = `true`."""
+    assert insert.value is not None and insert.value["op"] == "c"
+    after = {name: value if name in insert.key or name.endswith("__elements") or value is not None
+             else {"value": None} for name, value in insert.value["after"].items()}
+    value = {**insert.value, "op": "r", "before": None, "after": after,
+             "source": {**insert.value["source"], "snapshot": "true"}}
+    return KafkaRecord(insert.topic, insert.key, insert.key_schema, value, insert.value_schema)
+
+
+def _with_snapshot(records: list[KafkaRecord]) -> list[KafkaRecord]:
+    """The records, then the snapshot row of the first insert's row (after Debezium's tombstone)."""
+    return [*records, _snapshot_of(next(r for r in records if r.value is not None and r.value.get("op") == "c"))]
 
 
 def _four_changes(emu: Emulator, table: str, insert: str, update: str) -> list[Any]:
@@ -70,13 +89,13 @@ def written(stack: Endpoints) -> Iterator[dict[str, Written]]:
             translator = Translator(settings, clock_micros=lambda: NOW_US)
             serializer = build_record_serializer(settings)
             ts_ms = []
-            for record in records:
-                for out in translator.translate(record, schema).records:
-                    key, value = serializer.serialize(out)
-                    producer.produce(out.topic, key=key, value=value,
-                                     on_delivery=lambda err, _msg: err and failures.append(err))
-                    if out.value is not None and "op" in out.value:
-                        ts_ms.append(out.value["source"]["ts_ms"])
+            translated = [out for record in records for out in translator.translate(record, schema).records]
+            for out in _with_snapshot(translated):
+                key, value = serializer.serialize(out)
+                producer.produce(out.topic, key=key, value=value,
+                                 on_delivery=lambda err, _msg: err and failures.append(err))
+                if out.value is not None and out.value.get("op") in ("c", "u", "d"):
+                    ts_ms.append(out.value["source"]["ts_ms"])
             assert producer.flush(30) == 0 and not failures, f"golden records not delivered: {failures}"
             found["true" if schemas else "false"] = Written(prefix, ts_ms)
         try:
@@ -144,27 +163,34 @@ def test_every_operation_under_every_delete_mode_schemaless(spark: Any, stack: E
         return [entry for entry in out[mode] if entry[0] != "dropped"]
 
     plain_c, plain_u = "{" + p["c"] + "}", "{" + p["u"] + "}"
-    assert data("default") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", "null", [])]
+    # data@4, the snapshot row of the inserted row: what the insert gives, `r` as its op
+    assert data("default") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", "null", []),
+                               ("data@4", plain_c, [])]
     assert data("tombstone+fields") == [
         ("data@0", "{" + p["c"] + f',"__op":"c","__source_ts_ms":{p["c_ts"]}' + "}", [("__op", b"c")]),
         ("data@1", "{" + p["u"] + f',"__op":"u","__source_ts_ms":{p["u_ts"]}' + "}", [("__op", b"u")]),
         ("data@2", "null", [("__op", b"d")]),
+        ("data@4", "{" + p["c"] + f',"__op":"r","__source_ts_ms":{p["c_ts"]}' + "}", [("__op", b"r")]),
     ]
-    assert data("drop") == [("data@0", plain_c, []), ("data@1", plain_u, [])]
+    assert data("drop") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@4", plain_c, [])]
     assert data("rewrite") == [
         ("data@0", "{" + p["c"] + ',"__deleted":"false","__op":"c","__table_name":"t"}', []),
         ("data@1", "{" + p["u"] + ',"__deleted":"false","__op":"u","__table_name":"t"}', []),
         ("data@2", "{" + p["d"] + ',"__deleted":"true","__op":"d","__table_name":"t"}', []),
+        ("data@4", "{" + p["c"] + ',"__deleted":"false","__op":"r","__table_name":"t"}', []),
     ]
     assert data("rewrite-with-tombstone") == [
         ("data@0", "{" + p["c"] + ',"__deleted":"false"}', [("__op", b"c")]),
         ("data@1", "{" + p["u"] + ',"__deleted":"false"}', [("__op", b"u")]),
         ("data@2", "{" + p["d"] + ',"__deleted":"true"}', [("__op", b"d")]),
         ("data@3", None, [("__op", b"d")]),  # Debezium's tombstone kept, with only the op header
+        ("data@4", "{" + p["c"] + ',"__deleted":"false"}', [("__op", b"r")]),
     ]
-    assert data("delete-to-tombstone") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", None, [])]
+    assert data("delete-to-tombstone") == [("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", None, []),
+                                           ("data@4", plain_c, [])]
     assert data("legacy none, keep tombstones") == [
         ("data@0", plain_c, []), ("data@1", plain_u, []), ("data@2", "null", []), ("data@3", None, []),
+        ("data@4", plain_c, []),
     ]
 
 
@@ -194,9 +220,12 @@ def test_schemas_on_carry_the_flattened_connect_schema(spark: Any, stack: Endpoi
                                 + ',"__deleted":"false","__op":"c","__table_name":"t"}}')
     assert values["data@2"] == (rewrite_schema + base + '.Before"},"payload":{' + p["d"]
                                 + ',"__deleted":"true","__op":"d","__table_name":"t"}}')
+    assert values["data@4"] == (rewrite_schema + base + '.After"},"payload":{' + p["c"]
+                                + ',"__deleted":"false","__op":"r","__table_name":"t"}}')  # the snapshot row
     default = {kind: v for kind, v, _ in out["default"]}
     assert default["data@0"] == ('{"schema":{"type":"struct","fields":[' + flat_fields + '],"optional":false,'
                                  f'"name":"{base}.After"' + '},"payload":{' + p["c"] + "}}")
+    assert default["data@4"] == default["data@0"]
     tombstone = orjson.loads(default["data@2"])
     assert tombstone["payload"] is None
     assert tombstone["schema"]["name"] == f"{base}.After" and tombstone["schema"]["optional"] is True
@@ -245,11 +274,11 @@ def typed(stack: Endpoints) -> Iterator[dict[str, str]]:
                 dropped_changes_topic=f"{prefix}.dropped")
             serializer = build_record_serializer(settings, registry_client)
             translator = Translator(settings, clock_micros=lambda: NOW_US, on_new_plan=serializer.prepare)
-            for record in records:
-                for out in translator.translate(record, schema).records:
-                    key, value = serializer.serialize(out)
-                    producer.produce(out.topic, key=key, value=value,
-                                     on_delivery=lambda err, _msg: err and failures.append(err))
+            translated = [out for record in records for out in translator.translate(record, schema).records]
+            for out in _with_snapshot(translated):
+                key, value = serializer.serialize(out)
+                producer.produce(out.topic, key=key, value=value,
+                                 on_delivery=lambda err, _msg: err and failures.append(err))
             assert producer.flush(30) == 0 and not failures, f"typed records not delivered: {failures}"
             found[kind] = prefix
         try:
@@ -264,7 +293,8 @@ def test_the_tasks_record_flattener_writes_what_the_spark_flattening_writes(
     """JSON with schemas and Avro, every delete mode, with and without schemas out: the
     per-record Python flattening the tasks run into Kafka gives the same values and headers,
     byte for byte but for the escapes of characters beyond U+FFFF, and drops the same records
-    as the Spark-expression flattening."""
+    as the Spark-expression flattening; the snapshot row (data@4) gives what the insert (data@0)
+    gives, with `r` for `c` in the added op."""
     from bridge.spark.avro import AvroDecoder, AvroRecordFlattener
     from bridge.spark.record_flattener import Flattener, RecordFlattener
     from bridge.spark.smt_options import SmtOptions
@@ -299,4 +329,9 @@ def test_the_tasks_record_flattener_writes_what_the_spark_flattening_writes(
                 expected[mode] = [entry for entry in expected[mode] if entry[0] != "dropped"]
             assert [(kind, _raw_supplementary(value), headers) for kind, value, headers in got] == expected[mode], (
                 mode, schemas_out)
-    assert sum(1 for kind, value, _ in expected["rewrite"] if kind != "dropped" and value) == 3  # c, u, d
+            by_kind = {kind: (value, headers) for kind, value, headers in got}
+            insert, snapshot = by_kind["data@0"], by_kind["data@4"]
+            assert insert[0] is not None and snapshot[0] == insert[0].replace('"__op":"c"', '"__op":"r"'), (
+                mode, schemas_out)
+            assert snapshot[1] == [(k, b"r" if k == "__op" else v) for k, v in insert[1]], (mode, schemas_out)
+    assert sum(1 for kind, value, _ in expected["rewrite"] if kind != "dropped" and value) == 4  # c, u, d, r

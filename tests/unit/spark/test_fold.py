@@ -1,12 +1,14 @@
-"""The mirror's per-row fold: cell semantics, element changes, deletes, ordering, replay."""
+"""The mirror's per-row fold: cell semantics, element changes, deletes, ordering, replay,
+snapshot rows."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, TS_US, FoldSpec, ValueColumn, fold, in_range
+from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, TS_US, FoldSpec, ValueColumn, fold, in_range
 
 SPEC = FoldSpec(
     key_columns=("ck", "pk"),
@@ -23,7 +25,7 @@ SPEC = FoldSpec(
 def change(op: str, ts: int, offset: int, **cells: Any) -> dict[str, Any]:
     after = {"pk": 1, "ck": 1, "m": None, "s": None, "u": None, "l": None, "v": None}
     after.update(cells)
-    return {"op": op, "ts": ts, "rank": 1 if op == "d" else 0, "offset": offset, "after": None if op == "d" else after}
+    return {"op": op, "ts": ts, "offset": offset, "after": None if op == "d" else after}
 
 
 def stored(**values: Any) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def test_list_removals_by_key_are_counted_not_guessed() -> None:
 
 def dropped(kind: str, ts: int, start: dict[str, Any] | None = None, end: dict[str, Any] | None = None,
             start_inclusive: bool = True, end_inclusive: bool = True) -> dict[str, Any]:
-    return {"kind": kind, "ts": ts, "rank": 1, "offset": 0, "key": {"ck": None, "pk": 1}, "start": start,
+    return {"kind": kind, "ts": ts, "offset": 0, "key": {"ck": None, "pk": 1}, "start": start,
             "start_inclusive": start_inclusive, "end": end, "end_inclusive": end_inclusive}
 
 
@@ -167,9 +169,146 @@ def test_partition_delete_then_write_in_the_same_batch() -> None:
 
 def test_multi_column_clustering_prefix_bounds() -> None:
     spec = FoldSpec(("a", "b", "pk"), (ValueColumn("v", None, False),))
-    event = {"kind": "range_delete", "ts": 5, "rank": 1, "offset": 0, "key": {"a": None, "b": None, "pk": 1},
+    event = {"kind": "range_delete", "ts": 5, "offset": 0, "key": {"a": None, "b": None, "pk": 1},
              "start": {"a": 1, "b": 5}, "start_inclusive": False, "end": {"a": 1, "b": None}, "end_inclusive": True}
     row = {"pk": 1, "a": 1, "b": 6, "v": 1, MARKER: True, TS_US: 1, OFFSET: 0}
     assert in_range(spec, row, event)
     assert not in_range(spec, {**row, "b": 5}, event)
     assert not in_range(spec, {**row, "a": 2}, event)
+
+
+def snapshot(ts: int, offset: int, **values: Any) -> dict[str, Any]:
+    """A snapshot row (`op = r`): every column a cell, collections whole, no element changes."""
+    cells = {name: {"value": None} for name in ("m", "s", "u", "l", "v")}
+    cells.update({name: {"value": value} for name, value in values.items()})
+    return change("r", ts, offset, **cells)
+
+
+def test_a_snapshot_row_is_a_whole_row_write_with_a_marker() -> None:
+    result = fold(SPEC, stored(v=7, s=[1], **{MARKER: False}), [snapshot(20, 2, l=[1, 2])])
+    assert result.action == "upsert" and result.row is not None
+    assert result.row["l"] == [1, 2] and result.row["v"] is None and result.row["s"] is None
+    assert result.row[MARKER] is True and (result.row[TS_US], result.row[RANK], result.row[OFFSET]) == (20, 1, 2)
+    empty = fold(SPEC, None, [snapshot(20, 2)])  # every regular column null: the row exists by its marker
+    assert empty.action == "upsert" and empty.row is not None and empty.row[MARKER] is True
+
+
+def test_a_static_snapshot_row_sets_no_marker() -> None:
+    static = snapshot(20, 2, v=3)
+    static["after"]["ck"] = None
+    result = fold(SPEC, None, [static])
+    assert result.row is not None and result.row[MARKER] is False and result.row["ck"] is None
+    nulled = fold(SPEC, result.row, [{**change("u", 21, 3, v={"value": None}), "after": {"pk": 1, "ck": None,
+                                                                                          "v": {"value": None}}}])
+    assert nulled.action == "delete"  # as in CQL: the static row is gone with its last static value
+
+
+@pytest.mark.parametrize("append_offset", [1, 3])
+def test_an_append_at_the_snapshot_rows_timestamp_is_in_it_whatever_the_offsets(append_offset: int) -> None:
+    """The snapshot row at 20 holds every write up to 20: the append of 20 is not applied again,
+    before or after it in the topic, in the same micro-batch or in a later one."""
+    append = change("u", 20, append_offset, l__elements={"added": [{"key": "k", "value": 9}], "removed": None})
+    row = snapshot(20, 2, l=[1, 9])
+    together = fold(SPEC, stored(l=[1]), [append, row])
+    assert together.row is not None and together.row["l"] == [1, 9]
+    first = fold(SPEC, stored(l=[1]), [append] if append_offset < 2 else [row])
+    assert first.row is not None
+    later = fold(SPEC, first.row, [row] if append_offset < 2 else [append])
+    got = later.row if later.action == "upsert" else first.row
+    assert got is not None and got["l"] == [1, 9]
+
+
+def test_changes_after_a_snapshot_row_apply_on_top_and_older_ones_are_in_it() -> None:
+    base = fold(SPEC, None, [snapshot(20, 5, l=[1], v=1)])
+    assert base.row is not None
+    result = fold(SPEC, base.row, [
+        change("u", 19, 6, l__elements={"added": [{"key": "a", "value": 7}], "removed": None}),  # in the snapshot
+        change("u", 21, 7, l__elements={"added": [{"key": "b", "value": 2}], "removed": None}),
+        change("u", 22, 3, v={"value": 5}),  # earlier in the topic, later in time
+    ])
+    assert result.row is not None and result.row["l"] == [1, 2] and result.row["v"] == 5
+    assert (result.row[TS_US], result.row[RANK], result.row[OFFSET]) == (22, 0, 3)
+
+
+def test_a_snapshot_row_older_than_the_stored_row_is_skipped() -> None:
+    result = fold(SPEC, stored(v=7, **{TS_US: 30}), [snapshot(20, 9, v=1)])
+    assert result.action == "none"
+    same_time = fold(SPEC, stored(v=7, **{TS_US: 30, OFFSET: 4}), [snapshot(30, 2, v=7, l=[3])])
+    assert same_time.row is not None and same_time.row["l"] == [3]  # a write of its timestamp is in it
+    assert fold(SPEC, same_time.row, [snapshot(30, 2, v=7, l=[3])]).action == "none"  # a replay
+
+
+def test_a_delete_of_the_snapshot_rows_timestamp_wins() -> None:
+    assert fold(SPEC, None, [change("d", 20, 1), snapshot(20, 2, v=1)]).action == "none"
+    assert fold(SPEC, stored(v=1), [snapshot(20, 2, v=1), change("d", 20, 1)]).action == "delete"
+    assert fold(SPEC, None, [snapshot(20, 2, v=1), dropped("partition_delete", 20)]).action == "none"
+    later = fold(SPEC, None, [change("d", 19, 3), snapshot(20, 2, v=1)])  # deleted, then written again
+    assert later.row is not None and later.row["v"] == 1
+
+
+def test_a_row_stored_before_ranks_existed_holds_a_write() -> None:
+    row = stored(v=7, **{OFFSET: 5})
+    row.pop(RANK, None)
+    assert fold(SPEC, row, [change("u", 10, 5, v={"value": 1})]).action == "none"
+    result = fold(SPEC, row, [snapshot(10, 2, v=8)])
+    assert result.row is not None and result.row["v"] == 8 and result.row[RANK] == 1
+
+
+def _history(rng: random.Random) -> list[dict[str, Any]]:
+    """Changes of row (1, 1) in timestamp order (ties too), as a CDC stream gives them: an
+    INSERT first, list appends, set and map element changes, overwrites, deletes; a deleted row
+    comes back by an INSERT (so the row, while it exists, has its marker, as its snapshot row says)."""
+    out: list[dict[str, Any]] = []
+    ts, exists = 10, False
+    for offset in range(14):
+        ts += rng.choice([0, 1, 2]) if exists else 1 + rng.randrange(2)  # an INSERT at a delete's time is shadowed
+        op = rng.choices(["c", "u", "d"], [1, 6, 1])[0] if exists else "c"
+        cells: dict[str, Any] = {}
+        if op == "c":
+            cells = {"v": {"value": rng.randrange(5)}, "l": {"value": [rng.randrange(5)]}}
+        elif op == "u":
+            name = rng.choice(["l", "s", "m", "v"])
+            if name == "l":
+                cells["l__elements"] = {"added": [{"key": f"k{offset}", "value": rng.randrange(9)}], "removed": None}
+            elif name == "s":
+                cells["s__elements"] = {"added": [rng.randrange(4)], "removed": [rng.randrange(4)]}
+            elif name == "m":
+                cells["m__elements"] = {"added": [{"key": rng.randrange(3), "value": "x"}], "removed": None}
+            else:
+                cells["v"] = {"value": rng.choice([None, 1, 2])}
+        out.append(change(op, ts, offset, **cells))
+        exists = op != "d"
+    return out
+
+
+VISIBLE = ("m", "s", "u", "l", "v", MARKER)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_snapshot_rows_and_the_stream_converge_to_the_table(seed: int) -> None:
+    """A snapshot row at time S (the row as the changes up to S left it) anywhere in the topic
+    before the changes after S, the topic cut into random micro-batches: the mirror ends where the
+    stream alone ends, list appends included; and so does a mirror that starts at the snapshot
+    row, never having seen the changes before it."""
+    rng = random.Random(seed)
+    stream = _history(rng)
+    truth = fold(SPEC, None, stream)
+    at = rng.choice([c["ts"] for c in stream])
+    before = fold(SPEC, None, [c for c in stream if c["ts"] <= at])
+    if before.row is None:
+        return  # the row did not exist at S: no snapshot row
+    contained = sum(1 for c in stream if c["ts"] <= at)
+    row = snapshot(at, 0, **{name: before.row[name] for name in ("m", "s", "u", "l", "v")})
+    for start in (0, rng.randrange(contained + 1)):
+        topic = stream[:]
+        topic.insert(rng.randrange(start, contained + 1), row)
+        topic = [{**c, "offset": i} for i, c in enumerate(topic)][start:]
+        state: dict[str, Any] | None = None
+        while topic:
+            cut = rng.randrange(1, len(topic) + 1)
+            result = fold(SPEC, state, topic[:cut])
+            state = state if result.action == "none" else result.row
+            topic = topic[cut:]
+        assert (state is None) == (truth.row is None)
+        if state is not None and truth.row is not None:
+            assert {n: state[n] for n in VISIBLE} == {n: truth.row[n] for n in VISIBLE}, (seed, start)

@@ -1,6 +1,7 @@
 """The tasks' per-record flattening (bridge.spark.record_flattener) on envelopes the worker's own
 JSON writer produced: values come out as the writer wrote them (Java's float and double text,
-Jackson's escapes), cells unwrapped; a bad message is one error naming its place. The comparison
+Jackson's escapes), cells unwrapped; a snapshot row (`op` = `r`) as the insert of its row; a bad
+message is one error naming its place. The comparison
 with the Spark-expression flattening is tests/spark/test_flatten_golden.py."""
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ TABLE = make_table(partition=[("pk", "int")], regular=[
 WHERE = "topic T partition 0 offset 7"
 
 
-def envelope_bytes(**values: object) -> bytes:
+def envelope_bytes(op: str = "c", **values: object) -> bytes:
+    """The insert's envelope; `op="r"`: the snapshot row of the inserted row instead (every
+    column a cell, `source.snapshot` = `true`, as the worker writes one)."""
     translation = run(plan_for(TABLE), row(Operation.INSERT, pk=1, **values))
     record = translation.records[0]
-    value = JsonSerializer(schemas_enable=True).serialize(record.topic, record.value_schema, record.value)
+    envelope = record.value
+    assert envelope is not None
+    if op == "r":
+        after = {name: cell if name == "pk" or name.endswith("__elements") or cell is not None else {"value": None}
+                 for name, cell in envelope["after"].items()}
+        envelope = {**envelope, "op": "r", "after": after, "source": {**envelope["source"], "snapshot": "true"}}
+    value = JsonSerializer(schemas_enable=True).serialize(record.topic, record.value_schema, envelope)
     assert value is not None
     return value
 
@@ -74,3 +83,25 @@ def test_records_that_are_not_envelopes_pass_unchanged_and_tombstones_follow_the
                                                        "add.headers": "op"}), schemas_out=True)
     kept = keep.flatten(None, None, lambda: WHERE)
     assert kept is not None and kept.value is None and kept.headers == [("__op", b"d")]
+
+
+@pytest.mark.parametrize("properties", [
+    {}, {"delete.tombstone.handling.mode": "drop"}, {"delete.tombstone.handling.mode": "delete-to-tombstone"},
+    {"delete.tombstone.handling.mode": "rewrite", "add.fields": "op,source.snapshot,source.ts_us",
+     "add.headers": "op"},
+])
+@pytest.mark.parametrize("schemas_out", [True, False])
+def test_a_snapshot_row_flattens_as_the_insert_of_its_row(properties: dict[str, str], schemas_out: bool) -> None:
+    """`op` = `r` (Debezium's snapshot read): `after`, kept in every delete mode, `r` as the op."""
+    flattener = RecordFlattener(SmtOptions.from_properties(properties), schemas_out=schemas_out)
+    insert = flattener.flatten(envelope_bytes(t="x", d=2.5), [("h", b"1")], lambda: WHERE)
+    snapshot = flattener.flatten(envelope_bytes("r", t="x", d=2.5), [("h", b"1")], lambda: WHERE)
+    assert insert is not None and insert.value is not None and snapshot is not None and snapshot.value is not None
+    assert snapshot.value == insert.value.replace(b'"__op":"c"', b'"__op":"r"').replace(
+        b'"__source_snapshot":"false"', b'"__source_snapshot":"true"')
+    assert snapshot.headers == [(k, b"r" if k == "__op" else v) for k, v in insert.headers or []]
+    payload = orjson.loads(snapshot.value)
+    flat = payload["payload"] if schemas_out else payload
+    assert (flat["t"], flat["d"], flat["f"]) == ("x", 2.5, None)
+    if "add.fields" in properties:
+        assert (flat["__deleted"], flat["__op"], flat["__source_snapshot"]) == ("false", "r", "true")
