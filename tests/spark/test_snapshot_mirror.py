@@ -1,0 +1,199 @@
+"""Snapshot and stream into the mirror: a table with rows written before CDC (lists, sets, maps,
+static rows) is snapshotted by a real `cdc-bridge run` worker (`snapshot.mode=initial`, so its
+rows reach Kafka as `op=r`) while list appends, element changes, updates, inserts, row and range
+deletes and static changes go on; the topics mirrored micro-batch by micro-batch
+(`MirrorWriter`) equal the table, cell for cell, each list with every append once."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from cassandra.concurrent import execute_concurrent_with_args
+from confluent_kafka import Consumer, TopicPartition
+
+from bridge.sim import Emulator
+from bridge.stack.layout import Endpoints
+from tests.integration.worker.harness import read_topic, start_worker, wait_for, worker_properties, write_properties
+from tests.spark.jobs import wait_settled
+from tests.spark.workload import _canonical
+
+COLUMNS = "pk int, ck int, st int static, v int, l list<int>, s set<int>, m map<int, text>, PRIMARY KEY (pk, ck)"
+PARTITIONS, ROWS = 8, 6  # before CDC; partitions 8 and 9 hold a static row alone
+VALUES = ("st", "v", "l", "s", "m")
+WINDOW_S = 12  # the worker's confidence window
+
+
+@pytest.fixture
+def table(stack: Endpoints, cassandra_session: Any) -> Iterator[tuple[str, Emulator]]:
+    """`<keyspace>.snap` with rows written before CDC was enabled, then CDC on."""
+    keyspace = f"ks_snapmirror_{uuid.uuid4().hex[:8]}"
+    cassandra_session.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                              "'replication_factor': 1}")
+    try:
+        with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
+            emu.execute(f"CREATE TABLE {keyspace}.snap ({COLUMNS})")
+            insert = cassandra_session.prepare(
+                f"INSERT INTO {keyspace}.snap (pk, ck, v, l, s, m) VALUES (?, ?, ?, ?, ?, ?)")
+            rows = [(pk, ck, pk * 10 + ck, [pk, ck, ck], {ck, 7}, {ck: f"m{pk}"})
+                    for pk in range(PARTITIONS) for ck in range(ROWS)]
+            execute_concurrent_with_args(cassandra_session, insert, rows, concurrency=16, raise_on_first_error=True)
+            static = cassandra_session.prepare(f"UPDATE {keyspace}.snap SET st = ? WHERE pk = ?")
+            statics = [(pk * 100, pk) for pk in range(0, PARTITIONS + 2, 2)] + [(900, 9)]
+            execute_concurrent_with_args(cassandra_session, static, statics, raise_on_first_error=True)
+            emu.execute(f"ALTER TABLE {keyspace}.snap WITH cdc = {{'enabled': true}}")
+            yield f"{keyspace}.snap", emu
+    finally:
+        cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+
+
+def changes(emu: Emulator, table: str, stop: threading.Event, done: Counter[str]) -> None:
+    """Random changes until stopped. Rows are never emptied by updates: a row created by UPDATE
+    (no row marker) that a snapshot row then marks would outlive it in the mirror (docs/spark.md)."""
+    rng = random.Random(5)
+    i = 0
+    while not stop.is_set() or i < 150:
+        i += 1
+        pk, ck = rng.randrange(PARTITIONS + 2), rng.randrange(ROWS + 1)
+        where = f"WHERE pk = {pk} AND ck = {ck}"
+        kind = rng.choices(["append", "set", "map", "update", "insert", "delete", "range", "static", "unstatic"],
+                           [30, 8, 8, 10, 10, 5, 2, 5, 2])[0]
+        cql = {
+            "append": f"UPDATE {table} SET l = l + [{i}] {where}",
+            "set": f"UPDATE {table} SET s = s + {{{i % 9}}} {where}",
+            "map": f"UPDATE {table} SET m[{i % 4}] = 'x{i}' {where}",
+            "update": f"UPDATE {table} SET v = {i} {where}",
+            "insert": f"INSERT INTO {table} (pk, ck, v, l) VALUES ({pk}, {ck}, {i}, [{i}])",
+            "delete": f"DELETE FROM {table} {where}",
+            "range": f"DELETE FROM {table} WHERE pk = {pk} AND ck > {rng.randrange(ROWS)}",
+            "static": f"UPDATE {table} SET st = {i} WHERE pk = {pk}",
+            "unstatic": f"DELETE st FROM {table} WHERE pk = {pk}",
+        }[kind]
+        emu.execute(cql)
+        done[kind] += 1
+        time.sleep(0.01)
+
+
+def snapshots_over(events: list[dict[str, Any]]) -> bool:
+    """Every group started has finished its snapshot (each logs its start when it starts)."""
+    seen = Counter(e.get("event") for e in events)
+    assert seen["group failed"] == 0, [e for e in events if e.get("event") == "group failed"][:1]
+    return 0 < seen["group started"] == seen["snapshot started"] == seen["snapshot finished"]
+
+
+def contained_appends(envelopes: list[dict[str, Any]]) -> int:
+    """List appends behind the `r` of their row in the topic that the `r` already holds (at or
+    before its `ts_us`): the ones the mirror must not apply again."""
+    read: dict[tuple[Any, Any], int] = {}
+    found = 0
+    for envelope in envelopes:
+        row = envelope["after"] or envelope["before"]
+        key = (row["pk"], row["ck"])
+        if envelope["op"] == "r":
+            read[key] = envelope["source"]["ts_us"]
+        elif envelope["op"] == "u" and row.get("l__elements") and envelope["source"]["ts_us"] <= read.get(key, -1):
+            found += 1
+    return found
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ends-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed"})
+    try:
+        found = {}
+        for topic in topics:
+            for partition in consumer.list_topics(topic, timeout=30).topics[topic].partitions:
+                found[(topic, partition)] = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                                           timeout=30)[1]
+        return found
+    finally:
+        consumer.close()
+
+
+def as_cql(mirror: dict[tuple[Any, ...], dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The mirror's rows as `SELECT *` shows them: the static row's columns on every clustered row
+    of its partition, the static row alone only in a partition without clustered rows."""
+    static = {pk: row["st"] for (pk, ck), row in mirror.items() if ck is None}
+    clustered = {pk for pk, ck in mirror if ck is not None}
+    out = {}
+    for (pk, ck), row in mirror.items():
+        if ck is None and pk in clustered:
+            continue
+        out[(pk, ck)] = {**row, "st": static.get(pk)}
+    return out
+
+
+@pytest.mark.timeout(1200)
+def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
+        stack: Endpoints, spark: Any, cassandra_session: Any, table: tuple[str, Emulator], tmp_path: Path) -> None:
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.mirror import MirrorWriter
+
+    name, emu = table
+    bridge = f"sm-{uuid.uuid4().hex[:8]}"
+    # A wide confidence window puts the snapshot's stream position S well before its reads: the
+    # changes written from S until a row is read are in its `r` and follow it in the topic.
+    props = worker_properties(stack, bridge, [name], snapshot__mode="initial", snapshot__fetch__size=5,
+                              snapshot__max__threads=1, **{"value.converter.schemas.enable": "true",
+                                                           "key.converter.schemas.enable": "true",
+                                                           "scylla.confidence.window.size": str(WINDOW_S * 1000),
+                                                           "dropped.changes.topic": f"{bridge}.dropped"})
+    stop, done = threading.Event(), Counter[str]()
+    writer = threading.Thread(target=changes, args=(emu, name, stop, done), name="changes")
+    writer.start()  # from before the worker's start until its snapshot is over
+    worker = start_worker(write_properties(tmp_path / "worker.properties", props), tmp_path, "worker")
+    topics = [f"{bridge}.{name}", f"{bridge}.dropped"]
+    try:
+        wait_for(lambda: snapshots_over(worker.events()), 300, "every group's snapshot over")
+        stop.set()
+        writer.join()
+        time.sleep(WINDOW_S + 4)  # the confidence window, then the worker's last commits
+        wait_settled(stack.kafka_bootstrap, topics)
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        worker.kill()
+    envelopes = [orjson.loads(v)["payload"] for _, v in read_topic(stack.kafka_bootstrap, topics[0], expected=1,
+                                                                     settle_s=1.0) if v is not None]
+    ops = Counter(e["op"] for e in envelopes)
+    assert ops["r"] >= PARTITIONS * ROWS // 2 and ops["u"] > 0, ops
+    assert done["append"] > 0 and done["range"] > 0, done
+    assert contained_appends(envelopes) > 0, "appends behind an r that holds them"
+
+    # the mirror, micro-batch by micro-batch: every topic-partition cut in three
+    ends = end_offsets(stack.kafka_bootstrap, topics)
+    root = tmp_path / "mirror"
+    mirror = MirrorWriter(str(root), "snap", ValueFormat.JSON_SCHEMAS)
+    cuts = [{tp: end * i // 3 for tp, end in ends.items()} for i in range(4)]
+    for batch_id in range(3):
+        start, end = cuts[batch_id], cuts[batch_id + 1]
+
+        def offsets(bound: dict[tuple[str, int], int]) -> str:
+            by_topic: dict[str, dict[str, int]] = {}
+            for (topic, partition), offset in bound.items():
+                by_topic.setdefault(topic, {})[str(partition)] = offset
+            return orjson.dumps(by_topic).decode()
+
+        batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", stack.kafka_bootstrap)
+                 .option("subscribe", ",".join(topics)).option("includeHeaders", "true")
+                 .option("kafka.isolation.level", "read_committed")
+                 .option("startingOffsets", offsets(start)).option("endingOffsets", offsets(end)).load())
+        mirror(batch, batch_id)
+
+    keyspace, table_name = name.split(".")
+    frame = spark.read.format("delta").load(str(root / keyspace / table_name))
+    got = as_cql({(r["pk"], r["ck"]): {c: _canonical(r[c]) for c in VALUES} for r in frame.collect()})
+    want = {(r.pk, r.ck): {c: _canonical(getattr(r, c)) for c in VALUES}
+            for r in cassandra_session.execute(f"SELECT * FROM {name}")}
+    differing = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+    assert not differing, f"{len(differing)} rows differ (mirror, table), e.g. {sorted(differing.items(), key=str)[:5]}"
+    assert any(row["l"] and len(row["l"]) > 3 for row in want.values()), "lists with appends"
