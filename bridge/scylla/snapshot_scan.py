@@ -64,6 +64,7 @@ class ScanRequest:
     upper: int
     paging_state: bytes | None
     number: int
+    read_us: int  # when it was asked for: the page holds every write older than this
 
 
 def row_time_us(write_us: int | None, has_list: bool, stream_us: int, read_us: int) -> int:
@@ -79,12 +80,12 @@ def row_time_us(write_us: int | None, has_list: bool, stream_us: int, read_us: i
     return max(write_us, stream_us)
 
 
-def snapshot_rows(scanned: list[ScannedRow], stream_us: int, read_us: int) -> list[SnapshotRow]:
-    """The rows to hand on for whole partitions: each partition's static row once (first), then
-    its clustered rows."""
+def snapshot_rows(scanned: list[tuple[ScannedRow, int]], stream_us: int) -> list[SnapshotRow]:
+    """The rows to hand on for whole partitions, each given with the time its page was asked for:
+    each partition's static row once (first), then its clustered rows."""
     rows: list[SnapshotRow] = []
     previous: tuple[Any, ...] | None = None
-    for item in scanned:
+    for item, read_us in scanned:
         if item.static is not None and item.partition != previous:
             rows.append(SnapshotRow(item.static, True,
                                     row_time_us(item.static_write_us, item.static_has_list, stream_us, read_us)))
@@ -124,7 +125,7 @@ class SnapshotScan:
         self._lower: int | None = None
         self._paging_state: bytes | None = None
         self._number = 0
-        self._held: list[ScannedRow] = []
+        self._held: list[tuple[ScannedRow, int]] = []
         self._open_range()
 
     @property
@@ -147,26 +148,27 @@ class SnapshotScan:
         if self.done or self.in_flight or now_us < self.retry_at_us:
             return None
         self.in_flight = True
-        return ScanRequest(self.group, self._lower, self._ranges[0].end, self._paging_state, self._number)
+        return ScanRequest(self.group, self._lower, self._ranges[0].end, self._paging_state, self._number, now_us)
 
-    def on_page(self, request: ScanRequest, rows: list[ScannedRow], paging_state: bytes | None,
-                read_us: int) -> list[ScanOutput]:
+    def on_page(self, request: ScanRequest, rows: list[ScannedRow], paging_state: bytes | None) -> list[ScanOutput]:
         """The rows of a page; those of whole partitions are handed on with the stream position
-        the page was read at (`stream_position` when `request` was made)."""
+        the page was read at (`stream_position` when `request` was made). A row's read time is
+        when its page was asked for, not when the answer came: a write landing while the answer
+        travels is not in the row, and its time must not be taken for included."""
         if request.number != self._number or self.done:
             return []
         self.in_flight = False
         self._backoff.reset()
-        self._held.extend(rows)
+        self._held.extend((row, request.read_us) for row in rows)
         if paging_state is not None:
             self._paging_state = paging_state
-            last = self._held[-1].token if self._held else None
-            ready = [r for r in self._held if r.token != last]
+            last = self._held[-1][0].token if self._held else None
+            ready = [held for held in self._held if held[0].token != last]
             self._held = self._held[len(ready):]
-            return self._hand_on(ready, ready[-1].token if ready else None, read_us)
+            return self._hand_on(ready, ready[-1][0].token if ready else None)
         ready, self._held = self._held, []
         end = self._ranges.pop(0).end
-        outputs = self._hand_on(ready, end, read_us, force=True)
+        outputs = self._hand_on(ready, end, force=True)
         if self._ranges:
             self._open_range()
         else:
@@ -199,12 +201,11 @@ class SnapshotScan:
         lower = start if after is None else max(start, after)
         self._lower = None if lower < TOKEN_MIN else lower
 
-    def _hand_on(self, ready: list[ScannedRow], after: int | None, read_us: int,
-                 force: bool = False) -> list[ScanOutput]:
+    def _hand_on(self, ready: list[tuple[ScannedRow, int]], after: int | None, force: bool = False) -> list[ScanOutput]:
         if after is None or (not ready and not force):
             return []
         self.progress = replace(self.progress, after_token=after)
-        rows = snapshot_rows(ready, self.stream_position.window_start_us, read_us)
+        rows = snapshot_rows(ready, self.stream_position.window_start_us)
         self.rows_handed_on += len(rows)
         position = replace(self.stream_position, snapshot=self.progress)
         return [SnapshotRead(self.group.id, tuple(rows), position, self.progress.kind, self.fraction_done)]

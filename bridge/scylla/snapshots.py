@@ -153,7 +153,7 @@ class SnapshotScheduler:
         except Exception as error:
             self._emit(scan, scan.on_error(answer.request, error, now))
             return
-        self._emit(scan, scan.on_page(answer.request, rows, paging_state, now))
+        self._emit(scan, scan.on_page(answer.request, rows, paging_state))
 
     def _begin(self, group: StreamGroup, position: Position, then: ScanEnd, gap: bool) -> None:
         assert position.snapshot is not None

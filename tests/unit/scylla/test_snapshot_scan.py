@@ -40,13 +40,13 @@ def test_a_partition_split_over_pages_is_handed_on_whole_and_progress_names_whol
     first = scan.request(0)
     assert first is not None and (first.lower, first.upper, first.paging_state) == (0, 100, None)
     assert scan.holding
-    out = scan.on_page(first, [scanned(5), scanned(7, 0), scanned(7, 1)], b"page2", 1)
+    out = scan.on_page(first, [scanned(5), scanned(7, 0), scanned(7, 1)], b"page2")
     assert keys(out) == [(5, 0)]  # token 7 may go on in the next page
     assert scan.holding, "an incremental snapshot's stream must wait until token 7 is whole"
     assert [o.position.snapshot.after_token for o in out if isinstance(o, SnapshotRead)] == [5]
     second = scan.request(0)
     assert second is not None and (second.lower, second.paging_state) == (0, b"page2")  # same query, next page
-    out = scan.on_page(second, [scanned(7, 2), scanned(9)], None, 2)
+    out = scan.on_page(second, [scanned(7, 2), scanned(9)], None)
     assert keys(out) == [(7, 0), (7, 1), (7, 2), (9, 0)]
     read = [o for o in out if isinstance(o, SnapshotRead)]
     assert read[-1].position.snapshot == SnapshotProgress("true", 100) and read[-1].fraction == 1.0
@@ -58,7 +58,7 @@ def test_a_resume_starts_after_the_last_partition_handed_on_and_skips_finished_r
     scan = start(TokenRange(TOKEN_MIN - 1, -50), TokenRange(0, 100), TokenRange(200, TOKEN_MAX), after=40)
     request = scan.request(0)
     assert request is not None and (request.lower, request.upper) == (40, 100)
-    scan.on_page(request, [scanned(41)], None, 1)
+    scan.on_page(request, [scanned(41)], None)
     request = scan.request(0)
     assert request is not None and (request.lower, request.upper) == (200, TOKEN_MAX)
 
@@ -73,7 +73,7 @@ def test_initial_only_finishes_the_group_with_a_completed_snapshot() -> None:
     scan = start(TokenRange(0, 10), then="stop")
     request = scan.request(0)
     assert request is not None
-    out = scan.on_page(request, [], None, 1)
+    out = scan.on_page(request, [], None)
     assert isinstance(out[-1], GroupFinished)
     assert out[-1].position.snapshot == SnapshotProgress("true", None, completed=True)
     assert Position.from_offsets_value(out[-1].position.to_offsets_value()) == out[-1].position
@@ -94,15 +94,28 @@ def test_a_stale_answer_changes_nothing() -> None:
     scan = start(TokenRange(0, 10), TokenRange(20, 30))
     old = scan.request(0)
     assert old is not None
-    scan.on_page(old, [], None, 1)  # the first range is done: a new query
-    assert scan.on_page(old, [scanned(3)], None, 2) == []
+    scan.on_page(old, [], None)  # the first range is done: a new query
+    assert scan.on_page(old, [scanned(3)], None) == []
 
 
 def test_a_static_row_is_handed_on_once_per_partition_before_its_rows() -> None:
-    rows = snapshot_rows([scanned(1, 0, static=True), scanned(1, 1, static=True), scanned(2, None, static=True)],
-                         STREAM_US, 99)
+    rows = snapshot_rows([(scanned(1, 0, static=True), 99), (scanned(1, 1, static=True), 99),
+                          (scanned(2, None, static=True), 99)], STREAM_US)
     assert [(r.static, r.values["pk"], r.values["ck"]) for r in rows] == [
         (True, 1, None), (False, 1, 0), (False, 1, 1), (True, 2, None)]
+
+
+def test_a_row_read_over_two_pages_takes_the_time_each_page_was_asked_for() -> None:
+    scan = start(TokenRange(0, 100))
+    first = scan.request(1_000)
+    assert first is not None and first.read_us == 1_000
+    listed = ScannedRow(7, (7,), {"pk": 7, "ck": 0}, None, 10, None, True, False)
+    assert scan.on_page(first, [listed], b"more") == []  # held: token 7 may go on
+    second = scan.request(2_000)
+    assert second is not None
+    out = scan.on_page(second, [ScannedRow(7, (7,), {"pk": 7, "ck": 1}, None, 10, None, True, False)], None)
+    times = [row.ts_us for o in out if isinstance(o, SnapshotRead) for row in o.rows]
+    assert times == [1_000, 2_000]  # rows with a list: the read time of their own page
 
 
 def test_the_time_of_a_snapshot_row() -> None:
