@@ -55,7 +55,11 @@ def table(stack: Endpoints, cassandra_session: Any) -> Iterator[tuple[str, Emula
         cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
 
 
-def changes(emu: Emulator, table: str, stop: threading.Event, done: Counter[str]) -> None:
+# A write in flight: its key (ck None: the whole partition), its write time and when it had landed (µs).
+InFlight = tuple[int, int | None, int, int]
+
+
+def changes(emu: Emulator, table: str, stop: threading.Event, done: Counter[str], landed: list[InFlight]) -> None:
     """Random changes until stopped. Rows are never emptied by updates: a row created by UPDATE
     (no row marker) that a snapshot row then marks would outlive it in the mirror (docs/spark.md)."""
     rng = random.Random(5)
@@ -77,7 +81,10 @@ def changes(emu: Emulator, table: str, stop: threading.Event, done: Counter[str]
             "static": f"UPDATE {table} SET st = {i} WHERE pk = {pk}",
             "unstatic": f"DELETE st FROM {table} WHERE pk = {pk}",
         }[kind]
-        emu.execute(cql)
+        records = emu.execute(cql)
+        after_us = time.time_ns() // 1000
+        whole_partition = kind in ("range", "static", "unstatic")
+        landed.extend((pk, None if whole_partition else ck, r.micros, after_us) for r in records)
         done[kind] += 1
         time.sleep(0.01)
 
@@ -101,6 +108,21 @@ def contained_appends(envelopes: list[dict[str, Any]]) -> int:
             read[key] = envelope["source"]["ts_us"]
         elif envelope["op"] == "u" and row.get("l__elements") and envelope["source"]["ts_us"] <= read.get(key, -1):
             found += 1
+    return found
+
+
+def read_while_in_flight(envelopes: list[dict[str, Any]], landed: list[InFlight]) -> set[tuple[Any, Any]]:
+    """Keys whose `r` was read while a write to them was in flight: written (timestamped) before
+    the read's time and landed after it. Such a write is neither surely in the row nor surely
+    not (docs/worker.md, Snapshots): the one case the bridge cannot order."""
+    found = set()
+    for envelope in envelopes:
+        if envelope["op"] != "r":
+            continue
+        row, read_us = envelope["after"], envelope["source"]["ts_us"]
+        for pk, ck, written_us, after_us in landed:
+            if pk == row["pk"] and ck in (None, row["ck"]) and written_us <= read_us < after_us:
+                found.add((row["pk"], row["ck"]))
     return found
 
 
@@ -146,8 +168,8 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
                                                            "key.converter.schemas.enable": "true",
                                                            "scylla.confidence.window.size": str(WINDOW_S * 1000),
                                                            "dropped.changes.topic": f"{bridge}.dropped"})
-    stop, done = threading.Event(), Counter[str]()
-    writer = threading.Thread(target=changes, args=(emu, name, stop, done), name="changes")
+    stop, done, landed = threading.Event(), Counter[str](), list[InFlight]()
+    writer = threading.Thread(target=changes, args=(emu, name, stop, done, landed), name="changes")
     writer.start()  # from before the worker's start until its snapshot is over
     worker = start_worker(write_properties(tmp_path / "worker.properties", props), tmp_path, "worker")
     topics = [f"{bridge}.{name}", f"{bridge}.dropped"]
@@ -195,5 +217,9 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
     want = {(r.pk, r.ck): {c: _canonical(getattr(r, c)) for c in VALUES}
             for r in cassandra_session.execute(f"SELECT * FROM {name}")}
     differing = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
-    assert not differing, f"{len(differing)} rows differ (mirror, table), e.g. {sorted(differing.items(), key=str)[:5]}"
+    ambiguous = read_while_in_flight(envelopes, landed)
+    unexplained = {k: v for k, v in differing.items() if k not in ambiguous}
+    assert not unexplained, (f"{len(unexplained)} rows differ (mirror, table), e.g. "
+                             f"{sorted(unexplained.items(), key=str)[:5]}")
+    assert len(differing) <= 2, f"rows read while a write was in flight differ too often: {differing}"
     assert any(row["l"] and len(row["l"]) > 3 for row in want.values()), "lists with appends"
