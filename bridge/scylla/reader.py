@@ -20,6 +20,7 @@ owns before their successors, and must itself wait for predecessors read by othe
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -56,6 +57,7 @@ from bridge.scylla.snapshots import SnapshotScheduler
 
 log = structlog.get_logger(__name__)
 _MAX_IDLE_S = 0.2
+_PROFILE_NUMBERS = itertools.count(1)
 TableKey = tuple[str, str]
 # Told of every CDC log query when its answer arrives: keyspace, table, seconds, error or None.
 # Runs on the reader's thread: it must be quick and must not raise.
@@ -71,7 +73,9 @@ class SourceReader:
         self._clock = clock
         self._on_query = on_query
         self._limiter = InflightLimiter(self.settings.max_inflight_queries)
-        self._profile = f"cdc-bridge-source-{id(self):x}"
+        # Unique in the process: `id(self)` came back for a reader made after another was freed,
+        # and the cluster refused a second profile of that name.
+        self._profile = f"cdc-bridge-source-{next(_PROFILE_NUMBERS)}"
         session.cluster.add_execution_profile(
             self._profile,
             ExecutionProfile(
