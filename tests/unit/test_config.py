@@ -47,6 +47,10 @@ def with_(**changes: str | None) -> dict[str, str]:
         (with_(**{"tombstones.on.delete": "maybe"}), "tombstones.on.delete: input should be a valid boolean"),
         (with_(**{"key.converter": "avro"}), "key.converter.schema.registry.url: required when key.converter is avro"),
         (with_(**{"field.name.adjustment.mode": "x"}), "field.name.adjustment.mode: unknown adjustment mode 'x'"),
+        (with_(**{"snapshot.mode": "always"}), "snapshot.mode: must be one of no_data, initial, initial_only"),
+        (with_(**{"snapshot.fetch.size": "0"}), "snapshot.fetch.size: input should be greater"),
+        (with_(**{"signal.enabled.channels": "source,kafka"}), "signal.enabled.channels: source: only the kafka"),
+        (with_(**{"notification.enabled.channels": "jmx"}), "notification.enabled.channels: jmx: only the kafka"),
     ],
 )
 def test_each_bad_setting_is_one_line_naming_its_key(props: dict[str, str], message: str) -> None:
@@ -132,3 +136,12 @@ def test_reference_lists_every_setting() -> None:
     reference = render_reference()
     for key in ("name", "topic.prefix", "scylla.table.names", "offset.storage.topic", "metrics.port", "kafka.*"):
         assert f"| `{key}` |" in reference
+
+
+def test_snapshot_and_channel_settings_take_debeziums_names() -> None:
+    config = build_config(with_(**{"snapshot.mode": "never", "signal.enabled.channels": "kafka",
+                                   "notification.enabled.channels": "sink"}))
+    assert config.snapshot_mode == "no_data"
+    assert config.signals_topic == f"{config.name}-signals"
+    assert config.notifications_topic == f"{config.name}-notifications"
+    assert build_config(BASE).signals_topic is None and build_config(BASE).notifications_topic is None
