@@ -48,7 +48,7 @@ from bridge.worker.encoding import GroupFailure, RecordEncoder, SerializedRecord
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.signal_book import SignalBook
-from bridge.worker.snapshots import SnapshotProgress
+from bridge.worker.snapshots import SnapshotReporter
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 
 log = structlog.get_logger(__name__)
@@ -80,7 +80,7 @@ class Worker:
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
-        self._snapshots = SnapshotProgress(telemetry.metrics, config.name, config.notifications_topic)
+        self._snapshots = SnapshotReporter(telemetry.metrics, config.name, config.notifications_topic)
         self._signal_book = SignalBook()
         self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
         self._signals = (None if config.signals_topic is None

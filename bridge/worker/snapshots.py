@@ -30,7 +30,7 @@ class _Running:
     fraction: float = 0.0
 
 
-class SnapshotProgress:
+class SnapshotReporter:
     def __init__(self, metrics: Metrics, connector: str, notifications_topic: str | None) -> None:
         self._metrics = metrics
         self._connector = connector
