@@ -38,7 +38,7 @@ from bridge.stack.layout import Endpoints
 
 sys.path.insert(0, str(Path(__file__).parent))
 from latency_reader import percentile, write_log_rows_steadily
-from worker_bench import consumer_for, cpu_seconds, properties, rss_mb, start_workers, stop_workers
+from worker_bench import arrived, consumer_for, cpu_seconds, properties, rss_mb, start_workers, stop_workers
 
 CONFIDENCE_MS = 2000
 ROWS_PER_PARTITION = 10
@@ -105,7 +105,7 @@ def run_snapshot(args: argparse.Namespace, endpoints: Endpoints, emu: Emulator, 
         delays: list[float] = []
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline and snapshot_rows < rows:
-            for message in consumer.consume(5000, timeout=0.2):
+            for message in arrived(consumer, 5000, 0.2):
                 value = message.value() if message.error() is None else None
                 if value is None:
                     continue

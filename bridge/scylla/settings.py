@@ -38,7 +38,13 @@ class ReaderSettings:
     - `vnodes_metadata_keyspace` (`scylla.cdc.metadata.vnodes.keyspace`, default
       `system_distributed`) and `tablets_metadata_keyspace` (`scylla.cdc.metadata.tablets.keyspace`,
       default `system`): where the stream metadata tables live (the emulator uses other names).
-    - `poll_interval_ms` (our own, default 250): how often a caught-up group reads again.
+    - `poll_interval_ms` (our own, default 250): how often a caught-up group whose last windows
+      were empty reads again.
+    - `busy_poll_interval_ms` (our own, default 50): how often a caught-up group whose last window
+      had rows reads again; each empty window doubles its interval back up to `poll_interval_ms`.
+      A busy group's next rows cross the confidence line within milliseconds, so the wait for
+      the next poll is most of the latency beyond the window (bench: p99 0.51 s at a fixed 250 ms);
+      idle groups, most streams of a large cluster, keep the longer interval and its query load.
     - `metadata_poll_interval_ms` (our own, default 500): how often new generations and
       stream sets are looked for. No window reads past the start of the last complete metadata
       poll (a switch published late must not be read across), so keep it well below the
@@ -69,6 +75,7 @@ class ReaderSettings:
     vnodes_metadata_keyspace: str = "system_distributed"
     tablets_metadata_keyspace: str = "system"
     poll_interval_ms: int = 250
+    busy_poll_interval_ms: int = 50
     metadata_poll_interval_ms: int = 500
     page_size: int = 500
     max_buffered_rows: int = 10_000
@@ -91,7 +98,8 @@ class ReaderSettings:
             if getattr(self, name) < 0:
                 raise ValueError(f"{setting_key(name)}: must be >= 0, got {getattr(self, name)}")
         for name in (
-            "max_inflight_queries", "poll_interval_ms", "metadata_poll_interval_ms", "page_size",
+            "max_inflight_queries", "poll_interval_ms", "busy_poll_interval_ms", "metadata_poll_interval_ms",
+            "page_size",
             "max_buffered_rows", "request_timeout_ms", "backoff_base_ms", "backoff_max_ms",
             "min_window_size_ms", "max_window_size_ms", "target_rows_per_window", "snapshot_fetch_size",
             "snapshot_max_threads",

@@ -7,7 +7,10 @@ Pure code; all times are microseconds. Rules:
   once (subject to the minimal wait between windows);
 - when it is caught up, the window runs up to `now - confidence` as soon as at least one poll
   interval of new time has passed the confidence window, so the delay from write to record is
-  the confidence window plus at most one poll interval plus the query time.
+  the confidence window plus at most one poll interval plus the query time. The poll interval
+  is short (`busy_poll_interval_ms`) after a window that had rows and doubles with each empty
+  one up to `poll_interval_ms`: busy groups are read soon after their rows become safe, idle
+  ones cost few queries.
 - the adaptive size doubles after a full-size window that returned few rows (grows eightfold
   after an empty one) and halves after one that returned many: large windows skip empty
   history fast, small ones bound the work of one window.
@@ -45,7 +48,9 @@ Plan = Window | WaitUntil | GroupEnded
 class WindowPlanner:
     def __init__(self, settings: ReaderSettings) -> None:
         self._confidence = settings.confidence_window_size_ms * MS
-        self._poll = settings.poll_interval_ms * MS
+        self._idle_poll = settings.poll_interval_ms * MS
+        self._busy_poll = min(settings.busy_poll_interval_ms * MS, self._idle_poll)
+        self._poll = self._idle_poll
         self._minimal_wait = settings.minimal_wait_for_window_time_ms * MS
         self._min_size = settings.min_window_size_ms * MS
         self._max_size = settings.max_window_size_ms * MS
@@ -85,7 +90,8 @@ class WindowPlanner:
         return Window(start_us, min(target, safe))
 
     def record_result(self, window: Window, rows: int) -> None:
-        """Adapt the size to what a window returned."""
+        """Adapt the size and the poll interval to what a window returned."""
+        self._poll = self._busy_poll if rows else min(self._poll * 2, self._idle_poll)
         full = window.end_us - window.start_us >= self.size_us
         if rows > self._target_rows:
             self.size_us = max(self.size_us // 2, self._min_size)

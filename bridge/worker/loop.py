@@ -50,6 +50,7 @@ from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.signal_book import SignalBook
 from bridge.worker.snapshots import SnapshotReporter
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
+from bridge.worker.tuning import Pace
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +81,7 @@ class Worker:
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
+        self._pace = Pace()
         self._snapshots = SnapshotReporter(telemetry.metrics, config.name, config.notifications_topic)
         self._signal_book = SignalBook()
         self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
@@ -143,11 +145,13 @@ class Worker:
             if self._signals is not None:
                 self._take_signals(self._signals.poll())
             self._stale_batch = False
-            for event in self._reader.poll(timeout_s=0.02):
+            events = self._reader.poll(timeout_s=0.02)
+            self._pace.follow(len(events))
+            for event in events:
                 self._handle(event)
             if (self._changed or self._retry_due()) and self._settle():
                 self._start_ready()
-            if self._cycle.due():
+            if self._cycle.due(idle=not events and not self._pace.catching_up):
                 self._commit()
             self._telemetry.turn(self._reading_positions, len(self._book.owned), self._cycle.queue_length)
         return self.shutdown()

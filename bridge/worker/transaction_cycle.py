@@ -3,9 +3,10 @@ transaction, and each commit carries, in the same transaction, the offsets recor
 it advanced (the Connect format of `bridge.kafka.offsets`) and the slot consumer's position
 (KIP-447 fencing through the slot group's generation).
 
-A transaction is committed when it holds `commit.max.records` records or has been open
-`commit.interval.ms`; positions of groups that only advanced are committed every
-`heartbeat.interval.ms`, or after `commit.interval.ms` when a successor waits for them
+A transaction is committed when it holds `commit.max.records` records, has been open
+`commit.interval.ms`, or the caught-up source has nothing more to hand on (`idle`: waiting out
+the interval would only add latency); positions of groups that only advanced are committed
+every `heartbeat.interval.ms`, or after `commit.interval.ms` when a successor waits for them
 (`urgent`). `committed` holds what this worker committed itself: authoritative over the offsets
 topic's view until the slot leaves the worker.
 """
@@ -77,13 +78,15 @@ class TransactionCycle:
         self.pending[group] = position
         self.urgent = self.urgent or urgent
 
-    def due(self) -> bool:
+    def due(self, idle: bool = False) -> bool:
+        """Whether to commit now; `idle`: the source had nothing to hand on."""
         assert self._producer is not None
         self._producer.serve()
         now = time.monotonic()
         records = self._producer.records_in_transaction
         interval_s = self._config.commit_interval_ms / 1000
-        if records >= self._config.commit_max_records or (records > 0 and now - self._txn_started >= interval_s):
+        if records > 0 and (idle or records >= self._config.commit_max_records
+                            or now - self._txn_started >= interval_s):
             return True
         if not self.pending:
             return False

@@ -100,6 +100,21 @@ def test_planner_reads_large_windows_when_behind_and_small_ones_when_caught_up()
     assert planner.plan(int(97.9 * S), None, 100 * S) == WaitUntil(int(98.15 * S) + 2 * S)
 
 
+def test_planner_polls_a_busy_group_sooner_and_backs_off_while_windows_are_empty() -> None:
+    planner = WindowPlanner(PLANNER_SETTINGS)  # poll 250 ms, busy poll 50 ms
+    start = int(97.97 * S)  # 30 ms before the confidence line (98 s at 100 s)
+    assert planner.plan(start, None, 100 * S) == WaitUntil(start + int(0.25 * S) + 2 * S)
+    planner.record_result(Window(97 * S, start), rows=3)
+    assert planner.plan(start, None, 100 * S) == WaitUntil(start + int(0.05 * S) + 2 * S)
+    waits = []
+    for _ in range(4):  # empty windows: 100, 200, then the idle interval again
+        planner.record_result(Window(97 * S, start), rows=0)
+        plan = planner.plan(start, None, 100 * S)
+        assert isinstance(plan, WaitUntil)
+        waits.append(plan.micros - start - 2 * S)
+    assert waits == [int(0.1 * S), int(0.2 * S), int(0.25 * S), int(0.25 * S)]
+
+
 def test_planner_clamps_to_the_group_end_and_ends() -> None:
     planner = WindowPlanner(PLANNER_SETTINGS)
     assert planner.plan(0, 3 * S, 100 * S) == Window(0, 3 * S)
