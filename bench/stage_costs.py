@@ -28,7 +28,7 @@ from cassandra.query import SimpleStatement, tuple_factory
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translator import Translator
-from bridge.scylla import fast_uuid
+from bridge.scylla import fast_collections, fast_uuid
 from bridge.scylla.pages import RowDecoder
 from bridge.scylla.records import RecordAssembler
 from bridge.scylla.settings import ReaderSettings
@@ -42,6 +42,7 @@ STAGES = ("page", "decode", "translate", "serialize")
 
 def stage_costs(host: str, port: int, keyspace: str, tables: list[str]) -> dict[str, Any]:
     fast_uuid.install()  # as the worker's session does
+    fast_collections.install()
     cluster = Cluster([host], port=port)
     try:
         schema_session, rows_session = cluster.connect(), cluster.connect()

@@ -154,6 +154,16 @@ def map_multi_cell(cql: CqlType, prefix: SchemaNames, column: str) -> MultiCellM
     raise ValueConversionError(f"{cql.cql()} is not a non-frozen collection or UDT")
 
 
+def overwrite_cell(multi: MultiCellMapping, convert: Converter, value: Any, removed: Any) -> dict[str, Any]:
+    """The cell of a multi-cell column the write cleared (`cdc$deleted_X`): what the write put in
+    (`value`) is the whole new value, less the elements it removed in the same write."""
+    if value is not None and removed:
+        value = multi.without(value, removed)
+    if isinstance(value, Sized) and len(value) == 0:
+        value = None  # an empty non-frozen collection is null in Scylla
+    return {"value": None if value is None else convert(value)}
+
+
 def delta_cells(
     multi: MultiCellMapping,
     convert: Converter,
@@ -161,17 +171,13 @@ def delta_cells(
     values: Mapping[str, Any],
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(cell, element change) of a multi-cell column in a delta row; `columns` are the names of
-    the column, its `cdc$deleted_` and its `cdc$deleted_elements_` log columns."""
+    the column, its `cdc$deleted_` and its `cdc$deleted_elements_` log columns. (The generated
+    row builders do the same in line: `row_code._multi_cell_lines`.)"""
     name, deleted, deleted_elements = columns
     value = values.get(name)
     removed = values.get(deleted_elements)
     if values.get(deleted):
-        # Overwrite: the collection was cleared; what the write put in is the whole new value.
-        if value is not None and removed:
-            value = multi.without(value, removed)
-        if isinstance(value, Sized) and len(value) == 0:
-            value = None  # an empty non-frozen collection is null in Scylla
-        return {"value": None if value is None else convert(value)}, None
+        return overwrite_cell(multi, convert, value, removed), None
     if value is None and removed is None:
         return None, None
     return None, {

@@ -11,7 +11,7 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
-from bridge.scylla import fast_uuid
+from bridge.scylla import fast_collections, fast_uuid
 from bridge.scylla.errors import SourceError
 
 
@@ -72,6 +72,7 @@ def connect(
 ) -> tuple[Any, Any]:
     """(cluster, session); raises ClusterUnavailableError with the addresses and the cause."""
     fast_uuid.install()
+    fast_collections.install()
     cluster = Cluster(
         [host for host, _ in contact_points],
         port=contact_points[0][1],  # the driver takes one port for all contact points
