@@ -16,16 +16,28 @@ import contextlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-from bridge.observability.health import Health
-from bridge.observability.metrics import Metrics
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 REQUEST_TIMEOUT_S = 5.0  # the longest pause while a request is read or its answer written
 REQUEST_DEADLINE_S = 15.0  # the longest one connection may last, however it trickles
 MAX_CONNECTIONS = 32  # handled at once; more are closed without an answer
+
+
+class MetricsSource(Protocol):
+    """What /metrics serves: a worker's `Metrics`, or a supervisor's merged registry."""
+
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+
+class Probes(Protocol):
+    """What /healthz and /readyz answer: (ok, one-line reason)."""
+
+    def liveness(self) -> tuple[bool, str]: ...
+
+    def readiness(self) -> tuple[bool, str]: ...
 
 
 class _BoundedServer(ThreadingHTTPServer):
@@ -69,7 +81,7 @@ class ProbeServer:
         self._server.server_close()
 
 
-def serve_http(port: int, metrics: Metrics, health: Health, host: str = "0.0.0.0", *,
+def serve_http(port: int, metrics: MetricsSource, health: Probes, host: str = "0.0.0.0", *,
                request_timeout_s: float = REQUEST_TIMEOUT_S,
                request_deadline_s: float = REQUEST_DEADLINE_S) -> ProbeServer:
     """Serve on `host:port` (`metrics.bind.address`; port 0: any free port); raises OSError when

@@ -28,6 +28,23 @@ _secrets_lock = threading.Lock()
 _MIN_SECRET_LENGTH = 3
 
 
+# Fields every line of this process carries (a supervised worker process's index): set once at
+# start. Not structlog's contextvars, which a thread started later (the reader's, the driver's)
+# would not see.
+_process_fields: dict[str, Any] = {}
+
+
+def bind_process_fields(**fields: Any) -> None:
+    """Add `fields` to every later log line of this process, from any thread."""
+    _process_fields.update(fields)
+
+
+def _add_process_fields(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key, value in _process_fields.items():
+        event.setdefault(key, value)
+    return event
+
+
 def register_secret(value: str | None) -> None:
     """Mask `value` wherever it appears in any later log line."""
     if value and len(value) >= _MIN_SECRET_LENGTH:
@@ -133,6 +150,7 @@ def configure_logging(
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            _add_process_fields,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             mask_secrets,

@@ -32,7 +32,10 @@ _TICK_S = 1.0  # lags, gauges and the progress line: once a second is plenty and
 class WorkerTelemetry:
     def __init__(self, tables: Iterable[tuple[str, str]], confidence_window_ms: int, metrics_port: int,
                  progress: ProgressLine | None = None, clock: Callable[[], float] = time.time,
-                 metrics_host: str = "0.0.0.0") -> None:  # noqa: S104 (probes come from outside the container)
+                 metrics_host: str = "0.0.0.0",  # noqa: S104 (probes come from outside the container)
+                 any_free_port: bool = False) -> None:
+        """`metrics_port` 0: no server, unless `any_free_port` (a supervised worker process, whose
+        supervisor asks `metrics_port` which one was bound)."""
         self.metrics = Metrics()
         self.metrics.declare_tables(tables)
         self.health = Health(on_ready=lambda ready: self.metrics.ready.set(1 if ready else 0))
@@ -49,7 +52,12 @@ class WorkerTelemetry:
         self._produced: dict[tuple[str, str, str], int] = {}
         self._next_tick = 0.0
         self._server: ProbeServer | None = (serve_http(metrics_port, self.metrics, self.health, metrics_host)
-                                              if metrics_port else None)
+                                              if metrics_port or any_free_port else None)
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port /metrics is served on (the one bound when `metrics.port` is 0), None when off."""
+        return self._server.port if self._server is not None else None
 
     def kafka_client_settings(self) -> dict[str, Any]:
         """Merged into the clients polled all the time (producer, slot consumer)."""

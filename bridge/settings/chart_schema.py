@@ -52,7 +52,9 @@ def setting_schema(alias: str) -> Any:
     if annotation is SecretStr:  # a secret the chart has no file for (scylla.ssl.*.password): refused
         return False
     entry: dict[str, Any]
-    if annotation is bool:
+    if alias == "worker.processes":  # a number (as a YAML value would be written) or the word auto
+        entry = {"type": ["integer", "string"], "minimum": 1, "pattern": "^([Aa][Uu][Tt][Oo]|[1-9][0-9]*)$"}
+    elif annotation is bool:
         entry = {"type": "boolean"}
     elif annotation is int:
         entry = {"type": "integer"}

@@ -174,6 +174,11 @@ class BridgeConfig(BaseModel):
     slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
     worker_instance_id: str | None = _setting("worker.instance.id", None, "Stable id of this worker (static "
                                               "group membership), e.g. the pod name.")
+    worker_processes: str = _setting("worker.processes", "1", "Worker processes this run starts (each one "
+                                     "interpreter, one core): a positive number, or auto for the CPUs this "
+                                     "process may use (affinity, cgroup cpu.max), the choice in a container with "
+                                     "its own CPU limit. Above 1 a supervisor runs them, serves metrics.port and "
+                                     "restarts any that dies; with worker.instance.id X, process i is X-i.")
     commit_interval_ms: int = _setting("commit.interval.ms", 100, "Longest time a transaction stays open "
                                        "(ms).", ge=10)
     commit_max_records: int = _setting("commit.max.records", 5_000, "Records after which a transaction is "
@@ -226,6 +231,18 @@ class BridgeConfig(BaseModel):
         if channels - {"kafka"}:
             raise ValueError(f"{', '.join(sorted(channels - {'kafka'}))}: only the kafka channel is supported")
         return ",".join(sorted(channels))
+
+    @field_validator("worker_processes", mode="before")
+    @classmethod
+    def _processes(cls, value: object) -> str:
+        """`auto` or a positive integer, kept as text: `auto` is resolved where the processes are
+        started (bridge/worker/cpus.py), so `config describe` shows what was written."""
+        text = "" if value is None else str(value).strip().lower()  # an empty value arrives as None
+        if text == "auto":
+            return text
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{'' if value is None else str(value).strip()!r}: must be a positive integer or auto")
+        return str(int(text))
 
     @field_validator("ssl_provider")
     @classmethod

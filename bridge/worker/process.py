@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -54,8 +55,11 @@ class StartupError(Exception):
         self.reason = reason
 
 
-def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
-    """Run one worker until a signal or a fatal error; returns the exit code. Raises `StartupError`."""
+def run_worker(config: BridgeConfig, progress: ProgressLine,
+               on_serving: Callable[[int | None], object] | None = None) -> int:
+    """Run one worker until a signal or a fatal error; returns the exit code. Raises `StartupError`.
+    `on_serving` is told the metrics port once it is bound (a supervisor's child: with
+    `metrics.port` 0 it serves on any free port, which the supervisor learns this way)."""
     try:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
@@ -70,12 +74,15 @@ def run_worker(config: BridgeConfig, progress: ProgressLine) -> int:
     clock.start()
     try:
         telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
-                                    clock=clock, metrics_host=config.metrics_bind_address)
+                                    clock=clock, metrics_host=config.metrics_bind_address,
+                                    any_free_port=on_serving is not None)
     except OSError as error:
         clock.close()
         cluster.shutdown()
         raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
                                            f"{error.strerror or error}") from None
+    if on_serving is not None:
+        on_serving(telemetry.metrics_port)
     try:
         return _serve(config, session, kafka, telemetry, clock)
     finally:

@@ -40,7 +40,7 @@ def test_every_setting_has_a_typed_entry() -> None:
         if alias == "kafka.*":
             continue
         entry = properties[alias]
-        assert entry is False or entry["type"] in ("string", "integer", "boolean"), alias
+        assert entry is False or entry["type"] in ("string", "integer", "boolean", ["integer", "string"]), alias
     assert properties["slots.count"] == {"type": "integer", "minimum": 1,
                                          "description": BridgeConfig.model_fields["slots_count"].description}
     assert properties["tombstones.on.delete"]["type"] == "boolean"
