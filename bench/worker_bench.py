@@ -112,8 +112,34 @@ def pid_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its running descendants (with `worker.processes` above 1 a `cdc-bridge run` is a
+    supervisor whose worker processes do the work), oldest child first, from /proc's parent pids."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    tree, index = [pid], 0
+    while index < len(tree):
+        tree.extend(sorted(children.get(tree[index], [])))
+        index += 1
+    return tree
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU of a process and its running descendants (one that exited meanwhile is no longer counted:
+    the totals over a whole run come from getrusage of the reaped children)."""
+    total = 0.0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            total += pid_cpu_s(member)
+    return total
+
+
 def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
-    return sum(pid_cpu_s(process.pid) for process in processes)
+    return sum(tree_cpu_s(process.pid) for process in processes)
 
 
 class MachineCpu:
@@ -134,7 +160,7 @@ class MachineCpu:
         sample = {"machine": self._machine_busy_s()}
         for name, pids in self._pids.items():
             with contextlib.suppress(OSError):
-                sample[name] = sum(pid_cpu_s(pid) for pid in pids)
+                sample[name] = sum(tree_cpu_s(pid) if name == "worker" else pid_cpu_s(pid) for pid in pids)
         return sample
 
     @staticmethod
@@ -152,10 +178,12 @@ class MachineCpu:
 
 def thread_cpu_s(process: subprocess.Popen[bytes]) -> dict[str, float]:
     """CPU seconds of one process by thread name (librdkafka names its threads `rdk:*`; Python's
-    threads all carry the interpreter's name): how much of the CPU is the producer's C code."""
+    threads all carry the interpreter's name): how much of the CPU is the producer's C code.
+    Of a supervisor (`worker.processes` above 1): of its first worker process."""
     ticks = os.sysconf("SC_CLK_TCK")
     totals: dict[str, float] = {}
-    for task in Path(f"/proc/{process.pid}/task").iterdir():
+    tree = process_tree(process.pid)
+    for task in Path(f"/proc/{tree[1] if len(tree) > 1 else process.pid}/task").iterdir():
         with contextlib.suppress(OSError):
             name, rest = (task / "stat").read_text().split(" (", 1)[1].rsplit(")", 1)
             fields = rest.split()
@@ -165,10 +193,14 @@ def thread_cpu_s(process: subprocess.Popen[bytes]) -> dict[str, float]:
 
 
 def rss_mb(process: subprocess.Popen[bytes]) -> float:
-    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
+    """Resident memory of the process and its worker processes, if it supervises some."""
+    total_kb = 0
+    for member in process_tree(process.pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+    return round(total_kb / 1024, 1)
 
 
 def steady_figures(first: tuple[int, float, float] | None, last: tuple[int, float, float]) -> dict[str, Any]:
@@ -247,9 +279,12 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     topics = [f"{name}.{table}" for table in tables]
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "bench.properties"
+        extra = dict(getattr(args, "settings", None) or {})
+        if getattr(args, "processes", None):
+            extra["worker.processes"] = str(args.processes)
         config.write_text(properties(endpoints, name, ",".join(tables), args.converter, 2000,
                                      preimages=fill["mix"] == "realistic", lookback_ms=lookback_ms(fill),
-                                     extra=getattr(args, "settings", None)))
+                                     extra=extra))
         consumer = consumer_for(endpoints, topics)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
@@ -277,7 +312,8 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
     fill_s = float(fill.get("elapsed_s") or 0) if not args.keyspace else 0.0
     return {
         "bench": "worker_catchup", "mix": fill["mix"], "changes": fill["changes"], "expected": expected,
-        "received": received, "workers": args.workers, "converter": args.converter,
+        "received": received, "workers": args.workers, "processes": getattr(args, "processes", None) or 1,
+        "converter": args.converter,
         "fill_changes_per_s": round(fill["changes"] / fill_s) if fill_s else None,
         "elapsed_s": round(elapsed, 2), "envelopes_per_s": round(received / elapsed),
         "worker_cpu_s": round(cpu_s, 2), "envelopes_per_cpu_s": round(received / cpu_s) if cpu_s else None,
@@ -287,7 +323,9 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         "cores_used": cores,
         "fill": fill,
         "note": "elapsed includes worker start-up and joining the group; CPU is the workers' processes only; "
-                "received counts tombstones (the bridge produces them)",
+                "received counts tombstones (the bridge produces them); with --processes the CPU and "
+                "rss_mb_at_backlog_read count the supervisor and its worker processes, peak_rss_mb is the largest "
+                "one process",
     }
 
 
@@ -348,6 +386,9 @@ def main() -> int:
     up.add_argument("--changes", type=int, default=200_000)
     up.add_argument("--converter", choices=["json", "avro"], default="json")
     up.add_argument("--workers", type=int, default=1)
+    up.add_argument("--processes", type=int, default=None, metavar="N",
+                    help="worker.processes of each worker (a supervisor of N worker processes); CPU and RSS "
+                         "count them")
     up.add_argument("--mix", choices=["narrow", "realistic"], default="narrow",
                     help="narrow: single-row updates of (pk, ck, v int); realistic: bridge.sim.backlog's mix")
     up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its mix and tables)")
