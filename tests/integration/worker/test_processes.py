@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
+    CLI,
     WorkerProcess,
     free_port,
     http_get,
@@ -128,3 +130,18 @@ def test_two_worker_processes_share_slots_restart_and_stop_together(
     every_child.extend(pids)
     again.kill()
     wait_for(lambda: not any(alive(pid) for pid in pids), 10, "no child left after the supervisor's SIGKILL")
+
+
+def test_a_start_up_error_of_the_worker_processes_is_one_line_and_exit_2(
+    config_for: Callable[..., Path], keyspace: str, tmp_path: Path,
+) -> None:
+    """Found only by the worker processes (the table is missing): one line, not one per process,
+    and no restart loop."""
+    config = config_for([f"{keyspace}.missing"], worker__processes=2)
+    done = subprocess.run([*CLI, "run", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"error: scylla.table.names: table {keyspace}.missing does not exist"]
+    assert "restarting" not in done.stdout
+    bad = subprocess.run([*CLI, "run", "--config", str(config), "--set", "worker.processes=0"],
+                         capture_output=True, text=True, timeout=60)
+    assert (bad.returncode, bad.stderr) == (2, "error: worker.processes: '0': must be a positive integer or auto\n")
