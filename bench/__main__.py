@@ -44,7 +44,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from bench.ceilings import paging_ceiling, producing_ceiling
+from bench.ceilings import bridge_session, paging_ceiling, producing_ceiling
 from bench.worker_bench import catchup, fill_backlog, latency, stored_fill
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
@@ -102,11 +102,11 @@ def run_json_script(script: Path, *args: str) -> dict[str, Any] | None:
 
 
 def catchup_run(endpoints: Endpoints, keyspace: str, changes: int, converter: str = "json",
-                workers: int = 1) -> dict[str, Any]:
+                workers: int = 1, processes: int = 1) -> dict[str, Any]:
     args = argparse.Namespace(changes=changes, converter=converter, workers=workers, keyspace=keyspace,
-                              timeout=1800.0, profile=None, profile_gil=False)
+                              timeout=1800.0, profile=None, profile_gil=False, processes=processes)
     result = catchup(args, endpoints)
-    print(f"catch-up {converter} x{workers}: {result['envelopes_per_s']} envelopes/s "
+    print(f"catch-up {converter} x{workers} ({processes} processes each): {result['envelopes_per_s']} envelopes/s "
           f"({result['received']} of {result['expected']})", file=sys.stderr)
     return result
 
@@ -131,8 +131,8 @@ def main() -> int:
     big, big_fill = fill(endpoints, args.changes, args.mix, not args.fresh, named[0])
     small, _ = fill(endpoints, args.small, args.mix, not args.fresh, named[1])
     main_run = catchup_run(endpoints, big, args.changes)
-    with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
-        paging = paging_ceiling(emu.session, main_run["tables"])
+    with bridge_session(endpoints.cassandra_host, endpoints.cassandra_port) as session:
+        paging = paging_ceiling(session, main_run["tables"])
     by_table = big_fill.get("envelopes_by_table") or {table.split(".", 1)[1]: big_fill["envelopes"]
                                                       for table in main_run["tables"]}
     shares = {topic: by_table.get(topic.rsplit(".", 1)[1], 0) for topic in main_run["topics"]}
@@ -140,6 +140,7 @@ def main() -> int:
     ceiling = min(paging["rows_per_s"], producing["records_per_s"])
     small_runs = {"json_1_worker": catchup_run(endpoints, small, args.small),
                   "json_2_workers": catchup_run(endpoints, small, args.small, workers=2),
+                  "json_1_worker_2_processes": catchup_run(endpoints, small, args.small, processes=2),
                   "avro_1_worker": catchup_run(endpoints, small, args.small, converter="avro")}
     steady = latency(argparse.Namespace(rate=args.latency_rate, seconds=args.latency_seconds, confidence_ms=2000),
                      endpoints)

@@ -7,20 +7,34 @@
   the worker's own transactional producer (same settings, a commit every `commit_every` records).
 
 Each returns rows (records) per second of wall time; a bridge cannot beat the slower of the two.
+Rows are paged through a session made as the worker makes its own (`bridge_session`: the same
+protocol version and result decoders), so the ceiling is the driver as the bridge uses it.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from cassandra.query import SimpleStatement, tuple_factory
 
 from bridge.kafka.transactions import TransactionalProducer
+from bridge.scylla.session import connect
 from bridge.scylla.settings import ReaderSettings
+
+
+@contextmanager
+def bridge_session(host: str, port: int) -> Iterator[Any]:
+    """A session connected as `cdc-bridge run` connects (bridge.scylla.session.connect)."""
+    cluster, session = connect([(host, port)])
+    try:
+        yield session
+    finally:
+        cluster.shutdown()
 
 
 def paging_ceiling(session: Any, tables: Sequence[str]) -> dict[str, Any]:

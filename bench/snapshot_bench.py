@@ -37,6 +37,7 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ceilings import bridge_session
 from latency_reader import percentile, write_log_rows_steadily
 from worker_bench import arrived, consumer_for, cpu_seconds, properties, rss_mb, start_workers, stop_workers
 
@@ -67,8 +68,8 @@ def fill(emu: Emulator, keyspace: str, rows: int) -> float | None:
     return rate
 
 
-def raw_paging(emu: Emulator, keyspace: str, fetch_size: int) -> dict[str, Any]:
-    session = emu.session
+def raw_paging(session: Any, keyspace: str, fetch_size: int) -> dict[str, Any]:
+    """The snapshot's query paged by a session made as the worker makes its own."""
     columns = ["pk", "ck", "v", "t", "d", "ts"]
     query = (f"SELECT token(pk), {', '.join(columns)}, WRITETIME(v), WRITETIME(t), WRITETIME(d), WRITETIME(ts) "
              f"FROM {keyspace}.snap")
@@ -159,7 +160,8 @@ def main() -> int:
     endpoints = Endpoints.from_env()
     with Emulator.connect([endpoints.cassandra_host], endpoints.cassandra_port) as emu:
         fill_rate = fill(emu, args.keyspace, args.rows)
-        raw = raw_paging(emu, args.keyspace, args.fetch_size)
+        with bridge_session(endpoints.cassandra_host, endpoints.cassandra_port) as session:
+            raw = raw_paging(session, args.keyspace, args.fetch_size)
         bridge = run_snapshot(args, endpoints, emu, raw["rows"])
     ratio = None if not bridge["snapshot_rows_per_s"] else round(bridge["snapshot_rows_per_s"] / raw["rows_per_s"], 3)
     print(json.dumps({"bench": "snapshot", "keyspace": args.keyspace, "rows": raw["rows"],

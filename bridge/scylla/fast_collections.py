@@ -24,7 +24,7 @@ it the driver decodes through `cassandra.cqltypes`, left as it is.
 from __future__ import annotations
 
 import importlib
-import itertools
+import operator
 import types
 from collections.abc import Iterable
 from typing import Any
@@ -33,19 +33,21 @@ from cassandra import util
 
 _SortedSet = util.SortedSet
 _new = object.__new__
+_less = operator.lt
 
 
 def wire_sortedset(elements: Iterable[Any] = ()) -> Any:
     """`cassandra.util.sortedset(elements)` for distinct elements, sorted in C when they have a
     total order (the driver's own class and representation)."""
     items = list(elements)
-    try:
-        items.sort()
-        ordered = all(a < b for a, b in itertools.pairwise(items))
-    except TypeError:  # elements without an order: the driver groups them its own way
-        ordered = False
-    if not ordered:
-        return _SortedSet(items)
+    if len(items) > 1:
+        try:
+            items.sort()
+            ordered = all(map(_less, items, items[1:]))  # in C: no Python frame per pair
+        except TypeError:  # elements without an order: the driver groups them its own way
+            ordered = False
+        if not ordered:
+            return _SortedSet(items)
     result = _new(_SortedSet)
     result._items = items
     return result

@@ -61,6 +61,9 @@ def _ssl_reason(cause: str) -> str:
     return found.group(1).strip() if found else cause
 
 
+PROTOCOL_VERSION = 4
+
+
 def connect(
     contact_points: list[tuple[str, int]],
     *,
@@ -82,6 +85,10 @@ def connect(
         reconnection_policy=ExponentialReconnectionPolicy(0.5, 5.0),
         ssl_context=ssl_context,
         connect_timeout=connect_timeout_s,
+        # ScyllaDB's highest protocol version. Cassandra 5 (our tests' server) would otherwise
+        # agree on v5, whose framing checks a CRC24 per segment header in pure Python and a CRC32
+        # per segment: 0.7-1.9 µs more driver CPU per log row, a cost no ScyllaDB user pays.
+        protocol_version=PROTOCOL_VERSION,
     )
     try:
         return cluster, cluster.connect()
