@@ -20,17 +20,22 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from cassandra.cluster import ExecutionProfile
 from cassandra.query import SimpleStatement, tuple_factory
 
 from bridge.kafka.transactions import TransactionalProducer
 from bridge.scylla.session import connect
 from bridge.scylla.settings import ReaderSettings
 
+TUPLES = "bench-tuples"  # the execution profile of `bridge_session` whose rows are plain tuples, as the reader's
+
 
 @contextmanager
 def bridge_session(host: str, port: int) -> Iterator[Any]:
-    """A session connected as `cdc-bridge run` connects (bridge.scylla.session.connect)."""
+    """A session connected as `cdc-bridge run` connects (bridge.scylla.session.connect), with the
+    execution profile `TUPLES`."""
     cluster, session = connect([(host, port)])
+    cluster.add_execution_profile(TUPLES, ExecutionProfile(row_factory=tuple_factory))
     try:
         yield session
     finally:
@@ -41,18 +46,18 @@ def paging_ceiling(session: Any, tables: Sequence[str]) -> dict[str, Any]:
     """`tables`: the base tables (`keyspace.table`) whose log tables the catch-up read, all paged
     in one pool as the worker's reader pages them."""
     settings = ReaderSettings()
-    session.row_factory = tuple_factory
     scans: list[tuple[str, bytes]] = []
     for name in tables:
         keyspace, table = name.split(".", 1)
         log_table = f'"{keyspace}"."{table}_scylla_cdc_log"'
-        scans += [(log_table, row[0]) for row in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log_table}')]
+        scans += [(log_table, row[0]) for row in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log_table}',
+                                                                 execution_profile=TUPLES)]
 
     def scan(target: tuple[str, bytes]) -> int:
         log_table, stream = target
         statement = SimpleStatement(f'SELECT * FROM {log_table} WHERE "cdc$stream_id" = %s',
                                     fetch_size=settings.page_size)
-        return sum(1 for _ in session.execute(statement, (stream,)))
+        return sum(1 for _ in session.execute(statement, (stream,), execution_profile=TUPLES))
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=min(32, settings.max_inflight_queries)) as pool:

@@ -22,15 +22,15 @@ import sys
 import time
 from typing import Any
 
-from cassandra.cluster import Cluster
+from cassandra.cluster import ExecutionProfile
 from cassandra.query import SimpleStatement, tuple_factory
 
 from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import EnvelopeSettings
 from bridge.envelope.translator import Translator
-from bridge.scylla import fast_collections, fast_uuid
 from bridge.scylla.pages import RowDecoder
 from bridge.scylla.records import RecordAssembler
+from bridge.scylla.session import connect
 from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.table_schema import load_table_schema
@@ -41,12 +41,9 @@ STAGES = ("page", "decode", "translate", "serialize")
 
 
 def stage_costs(host: str, port: int, keyspace: str, tables: list[str]) -> dict[str, Any]:
-    fast_uuid.install()  # as the worker's session does
-    fast_collections.install()
-    cluster = Cluster([host], port=port)
+    cluster, session = connect([(host, port)])  # as the worker connects (protocol, decoders)
+    cluster.add_execution_profile("rows", ExecutionProfile(row_factory=tuple_factory))  # as the reader's
     try:
-        schema_session, rows_session = cluster.connect(), cluster.connect()
-        rows_session.row_factory = tuple_factory
         settings = EnvelopeSettings(topic_prefix="stages", experimental_preimages_enabled=True)
         serializer = build_record_serializer(settings)
         translator = Translator(settings, on_new_plan=serializer.prepare)
@@ -54,13 +51,13 @@ def stage_costs(host: str, port: int, keyspace: str, tables: list[str]) -> dict[
         rows = envelopes = 0
         runtime_tuning.tune_for_streaming()
         for table in tables:
-            schema = load_table_schema(schema_session, keyspace, table)
+            schema = load_table_schema(session, keyspace, table)
             log = f'"{keyspace}"."{table}_scylla_cdc_log"'
             statement = SimpleStatement(f'SELECT * FROM {log} WHERE "cdc$stream_id" = %s',
                                         fetch_size=ReaderSettings().page_size)
-            for (raw,) in rows_session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log}'):
+            for (raw,) in session.execute(f'SELECT DISTINCT "cdc$stream_id" FROM {log}', execution_profile="rows"):
                 started = time.process_time()
-                result = rows_session.execute(statement, (raw,))
+                result = session.execute(statement, (raw,), execution_profile="rows")
                 pages = [result.current_rows]
                 while result.has_more_pages:
                     result.fetch_next_page()
