@@ -19,17 +19,17 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 def cpus_from(affinity: int, cpu_max: str | None) -> int:
     """The usable CPUs given the affinity's size and the text of `cpu.max` (None: no such file)."""
     usable = max(1, affinity)
-    if cpu_max:
-        parts = cpu_max.split()
-        if len(parts) >= 1 and parts[0] != "max":
-            try:
-                quota = int(parts[0])
-                period = int(parts[1]) if len(parts) > 1 else 100_000  # the kernel's default period
-            except ValueError:
-                return usable  # unreadable: the affinity alone
-            if quota > 0 and period > 0:
-                usable = min(usable, math.ceil(quota / period))
-    return max(1, usable)
+    parts = (cpu_max or "").split()
+    if not parts or parts[0] == "max":
+        return usable
+    try:
+        quota = int(parts[0])
+        period = int(parts[1]) if len(parts) > 1 else 100_000  # the kernel's default period
+    except ValueError:
+        return usable  # unreadable: the affinity alone
+    if quota > 0 and period > 0:
+        usable = min(usable, math.ceil(quota / period))
+    return usable
 
 
 def cgroup_cpu_max(proc_self_cgroup: str, root: Path = CGROUP_ROOT) -> str | None:

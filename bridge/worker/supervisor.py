@@ -138,7 +138,7 @@ class Supervisor:
                                  "died, by index.", ["worker_process"], registry=self.registry)
         for child in self._children:
             self._restarts.labels(str(child.index))
-        self.registry.register(MergedCollector(lambda: self._fetch_all("/metrics", ok_only=True)))
+        self.registry.register(MergedCollector(self._metrics_texts))
         self._pool = ThreadPoolExecutor(max_workers=min(16, count), thread_name_prefix="child-http")
 
     # ------------------------------------------------------------------ running
@@ -227,7 +227,8 @@ class Supervisor:
                 raise StartupFailed(child.error or f"error: worker.processes: worker process {child.index} "
                                                    f"exited {code} at start-up")
             ran_s = now - child.started_at
-            child.backoff_s = FIRST_BACKOFF_S if ran_s >= HEALTHY_RUN_S else child.backoff_s
+            if ran_s >= HEALTHY_RUN_S:
+                child.backoff_s = FIRST_BACKOFF_S
             log.warning("worker process exited; restarting", worker_process=child.index, child_pid=process.pid,
                         exit_code=code, ran_s=round(ran_s, 1), restart_in_s=child.backoff_s)
             self._restarts.labels(str(child.index)).inc()
@@ -290,8 +291,9 @@ class Supervisor:
                 answers[index] = (0, "not running (restarting)")
         return answers
 
-    def _fetch_all(self, path: str, ok_only: bool) -> dict[str, str]:
-        return {str(i): body for i, (status, body) in self._answers(path).items() if status == 200 or not ok_only}
+    def _metrics_texts(self) -> dict[str, str]:
+        """Each answering child's /metrics text, by its index."""
+        return {str(i): body for i, (status, body) in self._answers("/metrics").items() if status == 200}
 
     def liveness(self) -> tuple[bool, str]:
         return _combined(self._answers("/healthz"), "alive")
