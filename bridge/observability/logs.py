@@ -115,7 +115,11 @@ class _LineLogger:
         with _LineLogger._lock:
             if self._before_line is not None:
                 self._before_line()
-            print(message, file=self._file, flush=True)
+            # One write per line: with PYTHONUNBUFFERED (our image sets it) print() issues the
+            # message and its newline as two writes, and worker processes sharing one stdout
+            # would interleave between them.
+            self._file.write(message + "\n")
+            self._file.flush()
 
     log = debug = info = warn = warning = error = critical = exception = fatal = failure = msg
 

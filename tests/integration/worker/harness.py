@@ -63,7 +63,9 @@ class WorkerProcess:
 
     def events(self) -> list[dict[str, Any]]:
         found = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
+        text = self.log_path.read_text(errors="replace")
+        # The last line may be half-written while the process runs.
+        for line in text[:text.rfind("\n") + 1].splitlines():
             if line.startswith("{"):
                 found.append(json.loads(line))
         return found

@@ -93,3 +93,27 @@ def test_a_terminal_gets_readable_lines_and_the_hook_runs_first() -> None:
     text = out.getvalue()
     assert not text.startswith("{") and "hello" in text and "table" in text
     assert calls == [0]
+
+
+class _Writes(io.StringIO):
+    """Records each write call: what reaches the file descriptor as one write(2) when unbuffered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_each_line_is_one_write_so_processes_sharing_stdout_never_interleave() -> None:
+    out = _Writes()
+    configure_logging(json=True, file=out)
+    try:
+        structlog.get_logger("t").info("first", worker_process=0)
+        structlog.get_logger("t").info("second", worker_process=1)
+    finally:
+        structlog.reset_defaults()
+    assert len(out.calls) == 2 and all(call.endswith("\n") and call.count("\n") == 1 for call in out.calls)
+    assert [json.loads(call)["event"] for call in out.calls] == ["first", "second"]
