@@ -19,7 +19,14 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from bridge.envelope.names import NameAdjustment, name_adjustment
-from bridge.envelope.settings import ConverterKind, EnvelopeSettings, converter_kind
+from bridge.envelope.settings import (
+    ConverterKind,
+    EnvelopeSettings,
+    IncludeMode,
+    OutputFormat,
+    converter_kind,
+    key_placement,
+)
 from bridge.observability.logs import is_secret_key
 from bridge.scylla.settings import CONSISTENCY_LEVELS, SNAPSHOT_MODES, ReaderSettings
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
@@ -27,6 +34,8 @@ from bridge.settings.errors import ConfigError
 from bridge.settings.jaas import librdkafka_settings
 
 MASK = "**********"
+_FORMATS = tuple(f.value for f in OutputFormat)
+_INCLUDE_MODES = tuple(m.value for m in IncludeMode)
 # librdkafka settings that hold secrets (passed through under `kafka.`).
 _KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
                             "sasl.oauthbearer.client.secret", "ssl_key", "sasl.jaas.config",
@@ -93,6 +102,22 @@ class BridgeConfig(BaseModel):
                                              "Keyspace of the vnode CDC generation tables.")
     tablets_metadata_keyspace: str = _setting("scylla.cdc.metadata.tablets.keyspace", "system",
                                               "Keyspace of the tablet CDC stream tables.")
+    output_format: str = _setting("cdc.output.format", "legacy", "legacy ({\"value\": ..} cells, the "
+                                  "default) or advanced (the Java connector 2.x's plain values, before/after "
+                                  "from the table's pre-/post-images).")
+    include_before: str = _setting("cdc.include.before", "none", "Advanced: before from the pre-image: none, full "
+                                   "or only-updated (needs the table option 'preimage': true).")
+    include_after: str = _setting("cdc.include.after", "none", "Advanced: after from the post-image: none, full "
+                                  "or only-updated (needs the table option 'postimage': true).")
+    key_placement: str = _setting("cdc.include.primary-key.placement", "kafka-key,payload-after,payload-before",
+                                  "Advanced: where the key columns go, any of kafka-key, payload-after, "
+                                  "payload-before, payload-key, kafka-headers (payload-diff: accepted, no effect).")
+    payload_key_name: str = _setting("cdc.include.primary-key.payload-key-name", "key", "Advanced: the "
+                                     "envelope field that holds the key struct with payload-key.")
+    incomplete_task_timeout_ms: int = _setting("cdc.incomplete.task.timeout.ms", 15_000, "Accepted as the "
+                                               "connector's: the bridge reads each change whole, so a change "
+                                               "never waits for its images (a missing image is null, logged "
+                                               "and counted).")
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
@@ -251,6 +276,26 @@ class BridgeConfig(BaseModel):
             raise ValueError(f"must be one of {', '.join(sorted(PROVIDERS))}")
         return value.upper()
 
+    @field_validator("output_format")
+    @classmethod
+    def _output_format(cls, value: str) -> str:
+        # The connector reads an unknown value as legacy; a typo for advanced should not pass.
+        if value.strip().lower() not in _FORMATS:
+            raise ValueError(f"must be one of {', '.join(_FORMATS)}")
+        return value.strip().lower()
+
+    @field_validator("include_before", "include_after")
+    @classmethod
+    def _include_mode(cls, value: str) -> str:
+        if value.strip().lower() not in _INCLUDE_MODES:
+            raise ValueError(f"must be one of {', '.join(_INCLUDE_MODES)}")
+        return value.strip().lower()
+
+    @field_validator("key_placement")
+    @classmethod
+    def _key_placement(cls, value: str) -> str:
+        return ",".join(sorted(p.value for p in key_placement(value)))
+
     @field_validator("key_converter", "value_converter")
     @classmethod
     def _converter(cls, value: str) -> str:
@@ -396,6 +441,12 @@ class BridgeConfig(BaseModel):
     def envelope_settings(self) -> EnvelopeSettings:
         return EnvelopeSettings(
             topic_prefix=self.topic_prefix,
+            cdc_output_format=OutputFormat(self.output_format),
+            cdc_include_before=IncludeMode(self.include_before),
+            cdc_include_after=IncludeMode(self.include_after),
+            cdc_include_primary_key_placement=key_placement(self.key_placement),
+            cdc_include_primary_key_payload_key_name=self.payload_key_name,
+            cdc_incomplete_task_timeout_ms=self.incomplete_task_timeout_ms,
             experimental_preimages_enabled=self.preimages,
             experimental_postimages_enabled=self.postimages,
             tombstones_on_delete=self.tombstones_on_delete,
