@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.scylla.errors import SchemaError, TableMissingError
-from bridge.scylla.schema import Column, ColumnKind, CqlType, CqlTypeError, TableSchema, parse_cql_type, udt
+from bridge.scylla.errors import ErrorKind, SchemaError, TableMissingError, classify
+from bridge.scylla.schema import (
+    Column,
+    ColumnKind,
+    CqlType,
+    CqlTypeError,
+    TableSchema,
+    parse_cql_type,
+    quote_identifier,
+    udt,
+)
 
 _KINDS = {
     "partition_key": ColumnKind.PARTITION_KEY,
@@ -72,6 +81,33 @@ def require_cdc_log(session: Any, keyspace: str, table: str) -> None:
     if not rows:
         raise SchemaError(f"table {keyspace}.{table} has no CDC log ({keyspace}.{log_table}): turn CDC on with "
                           f"ALTER TABLE {keyspace}.{table} WITH cdc = {{'enabled': true}}")
+
+
+def load_cdc_options(session: Any, keyspace: str, table: str, tablets_keyspace: str) -> dict[str, str] | None:
+    """The table's `cdc` options as ScyllaDB keeps them (`system_schema.scylla_tables.cdc`, a
+    map<text, text> such as {'enabled': 'true', 'preimage': 'full', ...}; empty when CDC was never
+    enabled), or None when the table does not exist. The emulator keeps its copy in
+    `<tablets_keyspace>.scylla_tables` (Cassandra has no `system_schema.scylla_tables`): read in
+    that order, as `SourceMetadata.cdc_ttl_s` reads the log TTL."""
+    exists = list(session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table),
+    ))
+    if not exists:
+        return None
+    for options_keyspace in ("system_schema", tablets_keyspace):
+        query = (f"SELECT * FROM {quote_identifier(options_keyspace)}.scylla_tables "
+                 "WHERE keyspace_name = %s AND table_name = %s")
+        try:
+            result = session.execute(query, (keyspace, table))
+            names, rows = list(result.column_names or ()), list(result)
+        except Exception as error:
+            if classify(error) is ErrorKind.TRANSIENT:
+                raise
+            continue  # no such table here (Cassandra's system_schema, a cluster without the emulator)
+        if rows and "cdc" in names:
+            return {str(k): str(v) for k, v in (rows[0][names.index("cdc")] or {}).items()}
+    return {}
 
 
 def column_of(row: Any, types: dict[str, CqlType], table: str) -> Column:

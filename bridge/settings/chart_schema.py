@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from bridge.scylla.settings import CONSISTENCY_LEVELS
 from bridge.settings.model import BridgeConfig
+from bridge.settings.output_format import FORMATS, INCLUDE_MODES
 
 # Set by the chart from workload, metrics.port, scylla.auth and kafka.sasl/tls values.
 CHART_MANAGED = frozenset({
@@ -31,6 +32,9 @@ CHART_MANAGED = frozenset({
 # Secrets librdkafka takes inline, for which the chart has no file: refused outright.
 CHART_REFUSED = frozenset({"kafka.ssl.keystore.password", "kafka.ssl.key.pem", "kafka.sasl.oauthbearer.client.secret",
                            "kafka.ssl_key", "kafka.sasl.jaas.config", "kafka.sasl.oauthbearer.config"})
+# Settings with a fixed set of values (the bridge also takes them in any case; the chart wants them as written).
+_ENUMS = {"scylla.consistency.level": tuple(sorted(CONSISTENCY_LEVELS)), "cdc.output.format": FORMATS,
+          "cdc.include.before": INCLUDE_MODES, "cdc.include.after": INCLUDE_MODES}
 CHART_REQUIRED = ("topic.prefix", "scylla.cluster.ip.addresses", "scylla.table.names", "kafka.bootstrap.servers")
 
 
@@ -67,8 +71,8 @@ def setting_schema(alias: str) -> Any:
         entry = {"type": "string"}
         if info.is_required():
             entry["minLength"] = 1
-        if alias == "scylla.consistency.level":
-            entry["enum"] = sorted(CONSISTENCY_LEVELS)
+        if alias in _ENUMS:
+            entry["enum"] = list(_ENUMS[alias])
     else:
         raise TypeError(f"{alias}: no JSON schema type for {annotation}")
     if info.description:

@@ -32,18 +32,15 @@ from bridge.scylla.settings import CONSISTENCY_LEVELS, SNAPSHOT_MODES, ReaderSet
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
 from bridge.settings.jaas import librdkafka_settings
+from bridge.settings.output_format import IncludeModeText, OutputFormatText, PlacementText
 
 MASK = "**********"
-_FORMATS = tuple(f.value for f in OutputFormat)
-_INCLUDE_MODES = tuple(m.value for m in IncludeMode)
 # librdkafka settings that hold secrets (passed through under `kafka.`).
 _KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
                             "sasl.oauthbearer.client.secret", "ssl_key", "sasl.jaas.config",
                             "sasl.oauthbearer.config"})
 
 Millis = Annotated[int, Field(ge=0)]
-
-
 
 
 def _setting(alias: str, default: Any, description: str, **extra: Any) -> Any:
@@ -102,22 +99,25 @@ class BridgeConfig(BaseModel):
                                              "Keyspace of the vnode CDC generation tables.")
     tablets_metadata_keyspace: str = _setting("scylla.cdc.metadata.tablets.keyspace", "system",
                                               "Keyspace of the tablet CDC stream tables.")
-    output_format: str = _setting("cdc.output.format", "legacy", "legacy ({\"value\": ..} cells, the "
-                                  "default) or advanced (the Java connector 2.x's plain values, before/after "
-                                  "from the table's pre-/post-images).")
-    include_before: str = _setting("cdc.include.before", "none", "Advanced: before from the pre-image: none, full "
-                                   "or only-updated (needs the table option 'preimage': true).")
-    include_after: str = _setting("cdc.include.after", "none", "Advanced: after from the post-image: none, full "
-                                  "or only-updated (needs the table option 'postimage': true).")
-    key_placement: str = _setting("cdc.include.primary-key.placement", "kafka-key,payload-after,payload-before",
-                                  "Advanced: where the key columns go, any of kafka-key, payload-after, "
-                                  "payload-before, payload-key, kafka-headers (payload-diff: accepted, no effect).")
+    output_format: OutputFormatText = _setting(
+        "cdc.output.format", "legacy", "legacy ({\"value\": ..} cells, the default) or advanced (the Java "
+        "connector 2.x's plain values, before/after from the table's pre-/post-images).")
+    include_before: IncludeModeText = _setting(
+        "cdc.include.before", "none", "Advanced: before from the pre-image: none, full or only-updated (needs "
+        "the table option 'preimage': true, checked at start).")
+    include_after: IncludeModeText = _setting(
+        "cdc.include.after", "none", "Advanced: after from the post-image: none, full or only-updated (needs "
+        "the table option 'postimage': true, checked at start).")
+    key_placement: PlacementText = _setting(
+        "cdc.include.primary-key.placement", "kafka-key,payload-after,payload-before", "Advanced: where the "
+        "key columns go, any of kafka-key, payload-after, payload-before, payload-key, kafka-headers "
+        "(payload-diff: accepted, no effect).")
     payload_key_name: str = _setting("cdc.include.primary-key.payload-key-name", "key", "Advanced: the "
                                      "envelope field that holds the key struct with payload-key.")
     incomplete_task_timeout_ms: int = _setting("cdc.incomplete.task.timeout.ms", 15_000, "Accepted as the "
                                                "connector's: the bridge reads each change whole, so a change "
                                                "never waits for its images (a missing image is null, logged "
-                                               "and counted).")
+                                               "and counted).", ge=1)
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
@@ -275,26 +275,6 @@ class BridgeConfig(BaseModel):
         if value.upper() not in PROVIDERS:
             raise ValueError(f"must be one of {', '.join(sorted(PROVIDERS))}")
         return value.upper()
-
-    @field_validator("output_format")
-    @classmethod
-    def _output_format(cls, value: str) -> str:
-        # The connector reads an unknown value as legacy; a typo for advanced should not pass.
-        if value.strip().lower() not in _FORMATS:
-            raise ValueError(f"must be one of {', '.join(_FORMATS)}")
-        return value.strip().lower()
-
-    @field_validator("include_before", "include_after")
-    @classmethod
-    def _include_mode(cls, value: str) -> str:
-        if value.strip().lower() not in _INCLUDE_MODES:
-            raise ValueError(f"must be one of {', '.join(_INCLUDE_MODES)}")
-        return value.strip().lower()
-
-    @field_validator("key_placement")
-    @classmethod
-    def _key_placement(cls, value: str) -> str:
-        return ",".join(sorted(p.value for p in key_placement(value)))
 
     @field_validator("key_converter", "value_converter")
     @classmethod

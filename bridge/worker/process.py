@@ -38,6 +38,7 @@ from bridge.scylla.cluster_clock import ClusterClock
 from bridge.scylla.errors import SchemaError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
+from bridge.settings.checks import check_tables_as_run_would
 from bridge.settings.model import url_password
 from bridge.worker.loop import Worker
 from bridge.worker.tuning import tune_for_streaming
@@ -70,6 +71,15 @@ def run_worker(config: BridgeConfig, progress: ProgressLine,
         raise StartupError(error.key, error.reason) from None
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
+    try:
+        # The tables' image options before anything starts (`config check` checks the same).
+        check_tables_as_run_would(config, session)
+    except ConfigError as error:
+        cluster.shutdown()
+        raise StartupError(error.key, error.reason) from None
+    except Exception as error:
+        cluster.shutdown()
+        raise StartupError("scylla.cluster.ip.addresses", f"reading the tables' CDC options: {error}") from None
     clock = ClusterClock(session)
     clock.start()
     try:
