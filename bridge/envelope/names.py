@@ -129,4 +129,8 @@ class SchemaNames:
     mode: NameAdjustment = NameAdjustment.AVRO
 
     def of(self, suffix: str) -> str:
+        if not self.base:
+            # The advanced format names nested structs of key columns without a prefix, and
+            # without adjustment (`ScyllaSchema.computeColumnSchema(type)` with prefix "").
+            return suffix
         return adjust_schema_name(f"{self.base}.{suffix}", self.mode)

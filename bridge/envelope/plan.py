@@ -45,6 +45,7 @@ class DroppedChangePlan:
     """Schemas of the opt-in side topic for range deletes and clustered partition deletes."""
 
     topic: str
+    key_schema: cs.ConnectSchema  # the table's key struct (partition key set, clustering null)
     value_schema: cs.ConnectSchema
     clustering_builder: KeyBuilder  # a range bound's log row -> its clustering struct
 
@@ -132,7 +133,9 @@ def _envelope_schema(prefix: SchemaNames, before: cs.ConnectSchema, after: cs.Co
     return cs.struct(prefix.of("Envelope"), fields, False)
 
 
-def _dropped_plan(topic: str, prefix: SchemaNames, table: TableSchema) -> DroppedChangePlan:
+def dropped_change_plan(
+    topic: str, prefix: SchemaNames, table: TableSchema, key_schema: cs.ConnectSchema
+) -> DroppedChangePlan:
     clustering = [_key_plan(c, prefix) for c in table.clustering_key]
     bound = cs.struct(
         prefix.of("Clustering"),
@@ -151,7 +154,7 @@ def _dropped_plan(topic: str, prefix: SchemaNames, table: TableSchema) -> Droppe
     ]
     value = cs.struct(prefix.of("DroppedChange"), fields, False)
     builder = compile_key_builder(f"{table.qualified_name} clustering", [p for p, _ in clustering])
-    return DroppedChangePlan(topic, value, builder)
+    return DroppedChangePlan(topic, key_schema, value, builder)
 
 
 def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
@@ -202,6 +205,6 @@ def build_plan(table: TableSchema, settings: EnvelopeSettings) -> TablePlan:
         tombstones_on_delete=settings.tombstones_on_delete,
         preimages=settings.experimental_preimages_enabled,
         postimages=settings.experimental_postimages_enabled,
-        dropped=_dropped_plan(dropped_topic, prefix, table) if dropped_topic else None,
+        dropped=dropped_change_plan(dropped_topic, prefix, table, key_schema) if dropped_topic else None,
         log_names=frozenset(name for name, _ in log_columns(table).all),
     )

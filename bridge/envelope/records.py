@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from bridge.envelope.connect_schema import ConnectSchema
@@ -16,11 +17,13 @@ from bridge.envelope.connect_schema import ConnectSchema
 @dataclass(slots=True)
 class KafkaRecord:
     """One record for Kafka. `key`/`value` are Connect values (dicts in schema field order) that
-    go with `key_schema`/`value_schema`; a tombstone has `value` and `value_schema` None."""
+    go with `key_schema`/`value_schema`; a tombstone has `value` and `value_schema` None, a
+    record without Kafka key (advanced format without the `kafka-key` placement) `key` and
+    `key_schema` None. `headers`: (name, bytes) pairs, in order."""
 
     topic: str
-    key: dict[str, Any]
-    key_schema: ConnectSchema
+    key: dict[str, Any] | None
+    key_schema: ConnectSchema | None
     value: dict[str, Any] | None
     value_schema: ConnectSchema | None
     headers: tuple[tuple[str, bytes], ...] = ()
@@ -37,9 +40,15 @@ class DropReason(Enum):
     CLUSTERED_PARTITION_DELETE = "partition_delete_clustered"
 
 
+_NONE_MISSING: Mapping[str, int] = MappingProxyType({})
+
+
 @dataclass(slots=True)
 class Translation:
-    """The records of one change record, in order, and what was dropped (reason -> count)."""
+    """The records of one change record, in order, what was dropped (reason -> count), and the
+    images the advanced format's modes asked for that the record lacked ("before" / "after" ->
+    count; those events went out with that image null)."""
 
     records: tuple[KafkaRecord, ...]
     dropped: Mapping[DropReason, int] = field(default_factory=dict)
+    missing_images: Mapping[str, int] = field(default_factory=lambda: _NONE_MISSING)

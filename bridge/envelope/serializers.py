@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bridge.envelope.advanced_plan import AdvancedPlan
 from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry
 from bridge.envelope.connect_schema import ConnectSchema
 from bridge.envelope.errors import SettingsError
@@ -29,14 +30,15 @@ class RecordSerializer:
     key: Serializer
     value: Serializer
 
-    def prepare(self, plan: TablePlan) -> None:
+    def prepare(self, plan: TablePlan | AdvancedPlan) -> None:
         """Registers every schema the records of `plan` can carry (the data topic's key and
         envelope, the dropped-changes side topic's), so that `serialize` needs no registry.
         Give it to `Translator(on_new_plan=...)`: it then runs once per plan, when it is built."""
-        self.key.prepare(plan.topic, plan.key_schema)
+        if plan.key_schema is not None:  # advanced without kafka-key: no Kafka key
+            self.key.prepare(plan.topic, plan.key_schema)
         self.value.prepare(plan.topic, plan.value_schema)
         if plan.dropped is not None:
-            self.key.prepare(plan.dropped.topic, plan.key_schema)
+            self.key.prepare(plan.dropped.topic, plan.dropped.key_schema)
             self.value.prepare(plan.dropped.topic, plan.dropped.value_schema)
 
     def serialize(self, record: KafkaRecord) -> tuple[bytes | None, bytes | None]:
