@@ -71,8 +71,10 @@ class TransactionalProducer:
     def is_open(self) -> bool:
         return self._open
 
-    def produce(self, topic: str, key: bytes | None, value: bytes | None) -> None:
-        """Queue one record in the open transaction; waits while the local queue is full."""
+    def produce(self, topic: str, key: bytes | None, value: bytes | None,
+                headers: Sequence[tuple[str, bytes]] = ()) -> None:
+        """Queue one record in the open transaction (`headers`: name and bytes pairs, in order);
+        waits while the local queue is full."""
         if not self._open:
             try:
                 self._producer.begin_transaction()
@@ -81,7 +83,10 @@ class TransactionalProducer:
             self._open = True
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                if headers:
+                    self._producer.produce(topic, value, key, headers=list(headers))
+                else:
+                    self._producer.produce(topic, value, key)
                 break
             except BufferError:
                 self._producer.poll(0.05)  # backpressure: a slow Kafka slows reading

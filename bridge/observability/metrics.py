@@ -43,6 +43,10 @@ class Metrics:
         self.deletes_dropped_total = Counter(
             "cdc_bridge_deletes_dropped", "Deletes that give no data event (range deletes, partition deletes "
             "of tables with clustering keys), by kind.", [*table, "kind"], registry=r)
+        self.missing_images_total = Counter(
+            "cdc_bridge_missing_images", "Changes emitted with before or after null because the record had no "
+            "pre-/post-image row the advanced format's cdc.include mode needs, by image.", [*table, "image"],
+            registry=r)
         self.transactions_committed_total = Counter("cdc_bridge_transactions_committed",
                                                     "Kafka transactions committed.", registry=r)
         self.transactions_aborted_total = Counter(
@@ -99,6 +103,8 @@ class Metrics:
             for kind in QUERY_ERROR_KINDS:
                 self.query_errors_total.labels(keyspace, table, kind)
             self.possible_gaps_total.labels(keyspace, table)
+            for image in ("before", "after"):
+                self.missing_images_total.labels(keyspace, table, image)
             self.snapshot_groups.labels(keyspace, table)
             self.snapshot_progress.labels(keyspace, table)
             for action in ("passed", "failed"):
@@ -121,6 +127,9 @@ class Metrics:
 
     def dropped(self, keyspace: str, table: str, kind: str, count: int) -> None:
         self.deletes_dropped_total.labels(keyspace, table, kind).inc(count)
+
+    def missing_images(self, keyspace: str, table: str, image: str, count: int) -> None:
+        self.missing_images_total.labels(keyspace, table, image).inc(count)
 
     def committed(self, seconds: float) -> None:
         self.transactions_committed_total.inc()

@@ -25,7 +25,10 @@ from bridge.scylla.errors import SchemaError
 from bridge.scylla.model import ChangeRecord, SnapshotRow
 from bridge.scylla.table_schema import TableSchemas
 
-SerializedRecord = tuple[str, bytes | None, bytes | None]  # topic, key, value (None: a tombstone)
+# topic, key, value (None: a tombstone), and the record's headers when it has any (advanced
+# format's kafka-headers placement): (name, bytes) pairs, in order.
+Headers = tuple[tuple[str, bytes], ...]
+SerializedRecord = tuple[str, bytes | None, bytes | None] | tuple[str, bytes | None, bytes | None, Headers]
 
 # The registry client is called on the worker's loop thread. Its own retries sleep there (up to
 # ~7 s per call with confluent-kafka's defaults, against a registry out of reach) and without a
@@ -86,7 +89,10 @@ class RecordEncoder:
                     translate: Callable[[], Translation]) -> tuple[Translation, list[SerializedRecord]]:
         translation = translate()
         try:
-            records = [(r.topic, *self._serializer.serialize(r)) for r in translation.records]
+            records: list[SerializedRecord] = [
+                (r.topic, *self._serializer.serialize(r), r.headers) if r.headers else
+                (r.topic, *self._serializer.serialize(r))
+                for r in translation.records]
         except EnvelopeError as error:  # a value this record carries that the format cannot write
             raise GroupFailure(f"{where}: {error}", record_error=True) from error
         return translation, records

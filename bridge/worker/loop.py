@@ -45,6 +45,7 @@ from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
 from bridge.worker.dead_letters import dead_letter
 from bridge.worker.encoding import GroupFailure, RecordEncoder, SerializedRecord
+from bridge.worker.missing_images import MissingImages
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.signal_book import SignalBook
@@ -83,6 +84,7 @@ class Worker:
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._pace = Pace()
         self._snapshots = SnapshotReporter(telemetry.metrics, config.name, config.notifications_topic)
+        self._missing_images = MissingImages(telemetry.metrics)
         self._signal_book = SignalBook()
         self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
         self._signals = (None if config.signals_topic is None
@@ -441,6 +443,7 @@ class Worker:
             return
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
+        self._missing_images.note(record.keyspace, record.table, str(event.group), translation.missing_images)
 
     def _snapshot_begun(self, group: GroupId, position: Position) -> None:
         if group in self._awaiting and position.snapshot is not None and position.snapshot.kind == "incremental":

@@ -68,8 +68,8 @@ class TransactionCycle:
         assert producer is not None
         if not producer.is_open:
             self._txn_started = time.monotonic()
-        for topic, key, value in records:
-            producer.produce(topic, key, value)
+        for record in records:
+            producer.produce(*record)  # topic, key, value[, headers]
         self.stats.records_produced += len(records)
         self.pending[group] = position
 
