@@ -32,7 +32,6 @@ none before 2026.1, and the connector only waits for it from that version on).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -72,18 +71,18 @@ def envelope(plan: AdvancedPlan, source: dict[str, Any], before: Any, after: Any
 class _RecordTranslator:
     """Translates one record; holds the per-record state (source block, images, counts)."""
 
-    def __init__(self, plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> None:
+    def __init__(self, plan: AdvancedPlan, record: ChangeRecord, now_micros: int, pair: bool = True) -> None:
         self.plan = plan
         self.record = record
         self.now_micros = now_micros
         self.source = plan.source.block(write_micros(record.time))
         self.out: list[KafkaRecord] = []
-        self.dropped: Counter[DropReason] = Counter()
-        self.missing: Counter[str] = Counter()
+        self.dropped: dict[DropReason, int] = {}
+        self.missing: dict[str, int] = {}
         self.range_start: LogRow | None = None
         self.pre: dict[int, LogRow] = {}
         self.post: dict[int, LogRow] = {}
-        if any(r.operation.is_image for r in record.rows):
+        if pair and any(r.operation.is_image for r in record.rows):
             self._pair()
 
     def _pair(self) -> None:
@@ -111,7 +110,10 @@ class _RecordTranslator:
                 raise ValueConversionError("range delete start bound without its end bound")
         except ValueConversionError as error:
             raise _error(self.record, row, str(error)) from None
-        return Translation(tuple(self.out), dict(self.dropped), dict(self.missing) if self.missing else _NOTHING)
+        return Translation(tuple(self.out), self.dropped or _NOTHING, self.missing or _NOTHING)
+
+    def _missing(self, image: str) -> None:
+        self.missing[image] = self.missing.get(image, 0) + 1
 
     def _row(self, row: LogRow) -> None:
         op = row.operation
@@ -156,8 +158,11 @@ class _RecordTranslator:
                 before = plan.before.full(pre.values, key)
         else:
             if pre is None and plan.before_mode is not _NONE:
-                self.missing["before"] += 1
-            modified = frozenset() if pre is None and post is None else plan.modified(row.values)
+                self._missing("before")
+            merged = pre is not None and post is not None and plan.before_mode is not _ONLY_UPDATED
+            needs_modified = merged or (post is not None and plan.after_mode is _ONLY_UPDATED) or (
+                pre is not None and plan.before_mode is _ONLY_UPDATED)
+            modified = plan.modified(row.values) if needs_modified else frozenset()
             if post is not None:
                 if plan.after_mode is _ONLY_UPDATED:
                     after = plan.after.only_updated(post.values, key, modified)
@@ -171,7 +176,7 @@ class _RecordTranslator:
                 else:
                     before = plan.before.merged(pre.values, post.values, key, modified)
         if post is None and plan.after_mode is not _NONE:
-            self.missing["after"] += 1
+            self._missing("after")
         self._emit(key, before, after, code)
 
     def _delete(self, row: LogRow, row_delete: bool) -> None:
@@ -182,7 +187,7 @@ class _RecordTranslator:
         if pre is not None:
             before = plan.before.full(pre.values, key)
         elif row_delete and plan.before_mode is not _NONE:
-            self.missing["before"] += 1
+            self._missing("before")
         headers = self._emit(key, before, None, "d")
         if plan.tombstones_on_delete:
             # Debezium's EventDispatcher: the delete's key (null too) and headers, value null
@@ -190,7 +195,7 @@ class _RecordTranslator:
             self.out.append(KafkaRecord(plan.topic, kafka_key, plan.key_schema, None, None, headers))
 
     def _drop(self, row: LogRow, reason: DropReason, kind: str, start: LogRow | None, end: LogRow | None) -> None:
-        self.dropped[reason] += 1
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
         side = self.plan.dropped
         if side is None:
             return
@@ -256,4 +261,38 @@ def translate_advanced(plan: AdvancedPlan, record: ChangeRecord, now_micros: int
             raise UnknownColumnError(_error(record, row, problem).args[0], column)
     if len(rows) == 1 and rows[0].operation in _UPSERTS:
         return _single_upsert(plan, record, now_micros)
+    if len(rows) <= 3:
+        translator = _one_change(plan, record, now_micros)
+        if translator is not None:
+            return translator.run()
     return _RecordTranslator(plan, record, now_micros).run()
+
+
+def _one_change(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> _RecordTranslator | None:
+    """The translator of the common record with images, one change of one row and at most one
+    pre- and one post-image of that same row, with the images already paired (what
+    `_RecordTranslator._pair` would find, without its per-record mapping by key); None when the
+    record is of another shape."""
+    change = pre = post = None
+    for row in record.rows:
+        op = row.operation
+        if op is Operation.PRE_IMAGE and pre is None:
+            pre = row
+        elif op is Operation.POST_IMAGE and post is None:
+            post = row
+        elif change is None and op in _ROW_EVENTS:
+            change = row
+        else:
+            return None
+    if change is None:
+        return None
+    values = change.values
+    for image in (pre, post):
+        if image is not None and any(image.values.get(n) != values.get(n) for n in plan.key_names):
+            return None
+    translator = _RecordTranslator(plan, record, now_micros, pair=False)
+    if pre is not None and plan.before_mode is not _NONE:
+        translator.pre[id(change)] = pre
+    if post is not None and plan.after_mode is not _NONE and change.operation in _UPSERTS:
+        translator.post[id(change)] = post
+    return translator
