@@ -41,13 +41,16 @@ def wire_sortedset(elements: Iterable[Any] = ()) -> Any:
     total order (the driver's own class and representation)."""
     items = list(elements)
     if len(items) > 1:
+        # A copy: a sort that fails half-way leaves its list in no defined order, and the
+        # driver's fallback must see the elements as they came.
         try:
-            items.sort()
-            ordered = all(map(_less, items, items[1:]))  # in C: no Python frame per pair
-        except TypeError:  # elements without an order: the driver groups them its own way
-            ordered = False
-        if not ordered:
+            ordered = sorted(items)
+            in_order = all(map(_less, ordered, ordered[1:]))  # in C: no Python frame per pair
+        except (TypeError, ArithmeticError):  # no order (a float NaN beside a Decimal raises InvalidOperation)
+            in_order = False
+        if not in_order:
             return _SortedSet(items)
+        items = ordered
     result = _new(_SortedSet)
     result._items = items
     return result

@@ -46,7 +46,13 @@ def _distinct(values: list[Any]) -> list[Any]:
     st.lists(st.integers(), max_size=3), _ELEMENTS))))
 def test_a_set_is_the_drivers_own(elements: list[Any]) -> None:
     elements = _distinct(elements)
-    made, expected = fast_collections.wire_sortedset(elements), util.sortedset(elements)
+    try:
+        expected = util.sortedset(elements)
+    except (TypeError, ArithmeticError) as error:  # mixed types no CQL set holds: fail as the driver fails
+        with pytest.raises(type(error)):
+            fast_collections.wire_sortedset(elements)
+        return
+    made = fast_collections.wire_sortedset(elements)
     assert made.__class__ is util.sortedset
     assert repr(made._items) == repr(expected._items)  # same order, NaN included
 
