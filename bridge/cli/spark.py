@@ -69,6 +69,15 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
     parser.add_argument("--format", choices=["json", "json-schemas", "avro"],
                         help="value format: JSON without / with schemas, or Avro via the registry")
     parser.add_argument("--registry-url", help="Confluent-compatible schema registry (Avro)")
+    parser.add_argument("--cdc-output-format", choices=["legacy", "advanced"], help="the envelopes' format, as the "
+                        "worker's cdc.output.format (else from --config; default legacy)")
+    parser.add_argument("--cdc-include-after", choices=["none", "full", "only-updated"], help="advanced: the "
+                        "worker's cdc.include.after (else from --config; default none; mirror needs full)")
+    parser.add_argument("--cdc-include-primary-key-placement", metavar="LIST", help="advanced: the worker's "
+                        "cdc.include.primary-key.placement (else from --config; default "
+                        "kafka-key,payload-after,payload-before)")
+    parser.add_argument("--cdc-include-primary-key-payload-key-name", metavar="NAME", help="advanced: the "
+                        "worker's cdc.include.primary-key.payload-key-name (else from --config; default key)")
     parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
                         help="more Kafka client settings for source and sink (SASL, TLS; repeatable)")
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder (required): the source offsets "
@@ -110,7 +119,10 @@ def _job(args: argparse.Namespace) -> Any:
         starting_offsets=args.starting_offsets, max_offsets_per_trigger=args.max_offsets_per_trigger,
         min_partitions=args.min_partitions, trigger_interval=args.trigger_interval,
         available_now=args.available_now, master=args.master, driver_memory=args.driver_memory,
-        executor_memory=args.executor_memory, spark_ui=args.spark_ui, spark_conf=args.spark_conf)
+        executor_memory=args.executor_memory, spark_ui=args.spark_ui, spark_conf=args.spark_conf,
+        cdc={"cdc.output.format": args.cdc_output_format, "cdc.include.after": args.cdc_include_after,
+             "cdc.include.primary-key.placement": args.cdc_include_primary_key_placement,
+             "cdc.include.primary-key.payload-key-name": args.cdc_include_primary_key_payload_key_name})
 
 
 def _flatten(args: argparse.Namespace) -> int:

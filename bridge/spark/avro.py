@@ -71,8 +71,9 @@ def decoder_for(schema_text: str) -> Callable[[bytes | None], str | None]:
 
 
 class AvroDecoder:
-    def __init__(self, registry_url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, registry_url: str, timeout_s: float = 30.0, *, advanced: bool = False) -> None:
         self.registry_url = registry_url.rstrip("/")
+        self.advanced = advanced  # the envelopes are in the advanced format (plain values)
         self.timeout_s = timeout_s
         self._schemas: dict[int, str] = {}
 
@@ -110,7 +111,7 @@ class AvroDecoder:
             connect = avro_to_connect(json.loads(text))
             members = values.where((F.col("topic") == row["topic"]) & (schema_id == row["sid"])).select(*META)
             decoded: Column = F.udf(decoder_for(text), "string")(F.col("value"))
-            yield connect_group(row["topic"], members, decoded, connect, in_payload=False)
+            yield connect_group(row["topic"], members, decoded, connect, in_payload=False, advanced=self.advanced)
 
 
 @dataclass

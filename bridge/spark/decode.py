@@ -26,7 +26,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.errors import BadEnvelopeError
-from bridge.spark.shape import TableShape, connect_to_spark, shape_from_connect, shape_from_spark
+from bridge.spark.shape import (
+    TableShape,
+    connect_to_spark,
+    plain_shape_from_connect,
+    plain_shape_from_spark,
+    shape_from_connect,
+    shape_from_spark,
+)
 
 META = ("topic", "partition", "offset", "timestamp", "headers", "key", "value")
 Kind = Literal["envelope", "dropped", "other", "tombstone"]
@@ -75,16 +82,20 @@ def prepare(batch: DataFrame, value_format: ValueFormat) -> DataFrame:
     return batch.select(*_meta(), sid.alias(SID), (F.length(prefix) + len(_PAYLOAD) + 1).alias(START))
 
 
-def decode(batch: DataFrame, value_format: ValueFormat,
-           avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None) -> list[Group]:
+AvroGroups = Callable[[DataFrame], Iterator["Group"]]
+
+
+def decode(batch: DataFrame, value_format: ValueFormat, avro_decoder: AvroGroups | None = None, *,
+           advanced: bool = False) -> list[Group]:
     """Parse `batch` (a Kafka source micro-batch, headers included, or `prepare`'s frame of one,
-    which the caller persists)."""
+    which the caller persists). `advanced`: the envelopes are in the advanced format (plain
+    values; bridge.spark.cdc_format); an Avro decoder is told so when it is made."""
     if value_format is ValueFormat.JSON_SCHEMAS:
-        return _json_with_schemas(batch if SID in batch.columns else prepare(batch, value_format))
+        return _json_with_schemas(batch if SID in batch.columns else prepare(batch, value_format), advanced)
     batch = batch.select(*_meta())
     groups = list(_tombstones(batch))
     if value_format is ValueFormat.JSON:
-        groups += _json_inferred(batch)
+        groups += _json_inferred(batch, advanced)
     else:
         assert avro_decoder is not None, "Avro needs a registry"
         groups += avro_decoder(batch)
@@ -107,8 +118,9 @@ def classify_connect(schema: dict[str, Any]) -> Kind:
     return "other"
 
 
-def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, Any], in_payload: bool) -> Group:
-    """A group whose values are JSON text written with the Connect `schema`."""
+def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, Any], in_payload: bool,
+                  advanced: bool = False) -> Group:
+    """A group whose values are JSON text written with the Connect `schema` (`advanced`: plain values)."""
     kind = classify_connect(schema)
     if kind == "other":
         return Group(topic, "other", frame.select(*_meta(), F.lit(None).alias("env")))
@@ -120,11 +132,11 @@ def connect_group(topic: str, frame: DataFrame, text: Column, schema: dict[str, 
     shape = None
     if kind == "envelope":
         after = next(f for f in schema["fields"] if f["field"] == "after")
-        shape = shape_from_connect(after)
+        shape = plain_shape_from_connect(after) if advanced else shape_from_connect(after)
     return Group(topic, kind, frame.select(*_meta(), env.alias("env")), env_type, shape, schema)
 
 
-def _json_with_schemas(rows: DataFrame) -> list[Group]:
+def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
     """One pass finds the (topic, schema) groups and the tombstones. The schema is hashed as the
     text before `,"payload":` (JsonConverter writes `{"schema":...,"payload":...}`; that text
     cannot occur inside the schema except as a key of a struct default or of `parameters`, which
@@ -152,11 +164,11 @@ def _json_with_schemas(rows: DataFrame) -> list[Group]:
             raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
         start = F.col(START)
         payload = F.substring(text, start, F.length(text) - start)  # without the closing brace
-        groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False))
+        groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced))
     return groups
 
 
-def _json_inferred(batch: DataFrame) -> list[Group]:
+def _json_inferred(batch: DataFrame, advanced: bool) -> list[Group]:
     spark: SparkSession = batch.sparkSession
     text = F.col("value").cast("string")
     values = batch.where(F.col("value").isNotNull())
@@ -174,7 +186,9 @@ def _json_inferred(batch: DataFrame) -> list[Group]:
             continue
         env = F.from_json(text, inferred, {"mode": "FAILFAST"})
         shape = None
-        if kind == "envelope":
+        if kind == "envelope" and advanced:  # plain values; all-null sides (after=none) hold no column
+            shape = plain_shape_from_spark(_row_type(inferred) or T.StructType([]))
+        elif kind == "envelope":
             after = _row_type(inferred)
             shape = shape_from_spark(after, _key_names(members)) if after is not None else None
             if shape is None:

@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import SparkJobError
 from bridge.spark.flatten import flatten, output_topic
@@ -58,6 +59,7 @@ class SourceOptions:
     # Spark partitions at least, splitting big Kafka partitions' offset ranges (Spark's
     # `minPartitions`): the read and the flattening of one source partition then use every core.
     min_partitions: int | None = None
+    cdc: CdcFormat = field(default_factory=CdcFormat)  # the envelopes' format: legacy or advanced (+ modes)
 
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.pattern):
@@ -119,7 +121,7 @@ def avro_decoder(source: SourceOptions) -> Callable[[DataFrame], Iterator[Group]
     from bridge.spark.avro import AvroDecoder
 
     assert source.registry_url is not None
-    return AvroDecoder(source.registry_url)
+    return AvroDecoder(source.registry_url, advanced=source.cdc.advanced)
 
 
 class FlattenWriter:
@@ -146,7 +148,7 @@ class FlattenWriter:
             return
         batch = prepare(batch, self.source.value_format).persist()
         try:
-            groups = decode(batch, self.source.value_format, self.decoder)
+            groups = decode(batch, self.source.value_format, self.decoder, advanced=self.source.cdc.advanced)
             outputs = [(group, flatten(group, self.smt, self.schemas_out)) for group in groups]
             if self.sink is not None and self.topic_rule is not None:
                 self._to_kafka(outputs, batch_id, batch.rdd.getNumPartitions())
@@ -303,8 +305,12 @@ def _split_for(source: SourceOptions, parallelism: int) -> int | None:
 
 
 def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str) -> Any:
+    problem = source.cdc.mirror_problem()
+    if problem is not None:
+        raise SparkJobError(problem)
     name = run.job_name("mirror")
     if source.max_offsets_per_trigger is None:
         source = dataclasses.replace(source, max_offsets_per_trigger=BATCH_CAP)
-    writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source))
+    writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
+                          source.registry_url)
     return start(spark, read_stream(spark, source), writer, run, name)

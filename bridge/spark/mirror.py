@@ -31,9 +31,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.fold import HIDDEN
+from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
 from bridge.spark.mirror_fold import ACTION, fold, result_columns, stored_event
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
@@ -87,13 +89,18 @@ class MirrorWriter:
     """The `foreachBatch` function of `cdc-bridge spark mirror`."""
 
     def __init__(self, root: str, name: str, value_format: ValueFormat,
-                 avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None) -> None:
+                 avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
+                 registry_url: str | None = None) -> None:
         self.root = root.rstrip("/")
         self.name = name
         self.value_format = value_format
         self.avro_decoder = avro_decoder
         self._columns: dict[str, MirrorColumns] = {}  # per table path, once the Delta table exists
         self._tombstones: dict[str, TombstoneStore] = {}
+        self.cdc = cdc or CdcFormat()
+        # advanced-format envelopes (plain values, after = the post-image): their key and events
+        self._advanced = AdvancedEvents(self.cdc, value_format, registry_url) if self.cdc.advanced else None
+        self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -108,7 +115,7 @@ class MirrorWriter:
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         batch = prepare(batch, self.value_format).persist()
         try:
-            groups = decode(batch, self.value_format, self.avro_decoder)
+            groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
             tables: dict[tuple[str, str], list[Group]] = defaultdict(list)
             for group in groups:
                 if group.kind == "envelope":
@@ -121,6 +128,7 @@ class MirrorWriter:
                 log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                          rows_changed=changed, seconds=round(time.monotonic() - table_started, 2))
         finally:
+            self._keys.clear()
             batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
@@ -170,8 +178,7 @@ class MirrorWriter:
             outdated = not set(HIDDEN) <= set(schema.fieldNames())
         columns = known or MirrorColumns(())
         for group in groups:
-            assert group.shape is not None
-            columns = columns.merged_with(group.shape.columns)
+            columns = columns.merged_with(self._columns_of(group))
         if not columns.columns:
             return 0  # dropped changes of a table the mirror has never seen: nothing to delete
         if known is None or outdated or len(columns.columns) != len(known.columns):
@@ -185,7 +192,7 @@ class MirrorWriter:
         target = DeltaTable.forPath(spark, path)
         # The events are read by the stored-row lookup, the union and the deletes' keys: cached (as
         # the MERGE's first job computes them), so the micro-batch's JSON is parsed once.
-        events = reduce(DataFrame.unionByName, [change_events(g, columns) for g in groups]).persist() \
+        events = reduce(DataFrame.unionByName, [self._events(g, columns) for g in groups]).persist() \
             if groups else None
         try:
             source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys)
@@ -193,6 +200,20 @@ class MirrorWriter:
         finally:
             if events is not None:
                 events.unpersist()
+
+    def _columns_of(self, group: Group) -> tuple[ColumnShape, ...]:
+        assert group.shape is not None
+        if self._advanced is None:
+            return group.shape.columns
+        key = self._keys.get(id(group))
+        if key is None:
+            key = self._keys[id(group)] = self._advanced.key_of(group)
+        return self._advanced.columns_of(group, key)
+
+    def _events(self, group: Group, columns: MirrorColumns) -> DataFrame:
+        if self._advanced is None:
+            return change_events(group, columns)
+        return self._advanced.events(group, columns, self._keys[id(group)])
 
     def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
                       dropped: list[dict[str, Any]], columns: MirrorColumns,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class JobRequest:
     executor_memory: str = "1g"
     spark_ui: bool = False
     spark_conf: Sequence[str] = ()
+    # the envelopes' format when there is no --config (or to override it): `cdc.*` name -> text
+    cdc: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | None, delta_root: str | None,
@@ -54,7 +56,7 @@ def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | No
     from bridge.spark.smt_options import SmtOptions
 
     def start(spark: Any, source: Any, run: Any) -> Any:
-        smt = SmtOptions.from_properties(pairs(options, "--option"))
+        smt = SmtOptions.from_properties(pairs(options, "--option"), advanced_input=source.cdc.advanced)
         return start_flatten(spark, source, smt, run, topic_rule=topic_rule, delta_root=delta_root,
                              schemas_out=schemas_out, commit_topic=commit_topic)
 
@@ -83,11 +85,13 @@ def pairs(values: Sequence[str], flag: str) -> dict[str, str]:
 def source_options(job: JobRequest) -> Any:
     """The Kafka source: the worker's file gives topics (`topic.prefix` + `scylla.table.names`), the
     value converter, the registry, `dropped.changes.topic` and `kafka.*`; flags override it."""
+    from bridge.spark.cdc_format import CdcFormat
     from bridge.spark.decode import ValueFormat
     from bridge.spark.jobs import SourceOptions
 
     topics: list[str] = []
     kafka: dict[str, str] = {}
+    cdc = CdcFormat()
     value_format, registry, dropped = None, None, job.dropped_changes_topic
     if job.config is not None:
         config = load_config(job.config)
@@ -97,6 +101,8 @@ def source_options(job: JobRequest) -> Any:
         value_format = ("avro" if config.value_converter == "avro" else "json-schemas" if schemas else "json")
         registry = config.value_registry_url
         dropped = dropped or config.dropped_changes_topic
+        cdc = CdcFormat.of_worker(config.envelope_settings())
+    cdc = cdc.overridden(job.cdc)
     kafka.update(pairs(job.kafka, "--kafka"))
     bootstrap = job.bootstrap_servers or kafka.pop("bootstrap.servers", None)
     kafka.pop("bootstrap.servers", None)
@@ -112,7 +118,7 @@ def source_options(job: JobRequest) -> Any:
                          value_format=ValueFormat(job.value_format or value_format or "json-schemas"),
                          registry_url=job.registry_url or registry, starting_offsets=job.starting_offsets,
                          max_offsets_per_trigger=job.max_offsets_per_trigger, kafka=kafka,
-                         min_partitions=job.min_partitions)
+                         min_partitions=job.min_partitions, cdc=cdc)
 
 
 def spark_conf(job: JobRequest) -> dict[str, str]:

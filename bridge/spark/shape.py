@@ -158,6 +158,27 @@ def shape_from_connect(row_schema: dict[str, Any]) -> TableShape:
     return TableShape(tuple(columns), row_type)
 
 
+def plain_shape_from_connect(row_schema: dict[str, Any], key_names: frozenset[str] = frozenset()) -> TableShape:
+    """The shape of an advanced-format `after`/`before` Connect schema: every field a plain value
+    (no cell, no `X__elements` companion); the key columns are the ones `key_names` names (the
+    schema does not mark them)."""
+    row_type = connect_to_spark(row_schema)
+    assert isinstance(row_type, T.StructType)
+    columns = []
+    for field in row_schema.get("fields", []):
+        data_type = connect_to_spark(field)
+        columns.append(ColumnShape(field["field"], field["field"] in key_names, data_type, _logical(field),
+                                   _collection(data_type, None)))
+    return TableShape(tuple(columns), row_type)
+
+
+def plain_shape_from_spark(row_type: T.StructType, key_names: frozenset[str] = frozenset()) -> TableShape:
+    """The shape of an inferred (schemaless JSON) advanced-format row type: plain values."""
+    columns = tuple(ColumnShape(f.name, f.name in key_names, f.dataType, None, _collection(f.dataType, None))
+                    for f in row_type.fields)
+    return TableShape(columns, row_type)
+
+
 def _is_cell_spark(data_type: T.DataType) -> bool:
     return isinstance(data_type, T.StructType) and data_type.fieldNames() == ["value"]
 

@@ -89,16 +89,24 @@ class SmtOptions:
         return self.delete_mode in (DeleteMode.REWRITE, DeleteMode.REWRITE_WITH_TOMBSTONE)
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> SmtOptions:
+    def from_properties(cls, properties: Mapping[str, str], *, advanced_input: bool = False) -> SmtOptions:
+        """`advanced_input`: the topics are in the worker's advanced format (plain values), so the
+        SMT's own `cdc.output.format` defaults to `advanced` (no cell to unwrap: Debezium's result
+        passes through, as the Java SMT configured so); `legacy` is refused for such topics."""
         for key in properties:
             if key not in KNOWN_OPTIONS:
                 raise SparkJobError(f"{key}: unknown flattening option (known: {', '.join(sorted(KNOWN_OPTIONS))})")
         mode, keep = _delete_handling(properties)
         fields_prefix = properties.get("add.fields.prefix", "__")
         headers_prefix = properties.get("add.headers.prefix", "__")
-        output_format = properties.get("cdc.output.format", "legacy").strip().lower()
+        default_format = "advanced" if advanced_input else "legacy"
+        output_format = properties.get("cdc.output.format", default_format).strip().lower()
         if output_format not in ("legacy", "advanced"):
             raise SparkJobError(f"cdc.output.format: must be legacy or advanced, got {output_format!r}")
+        if advanced_input and output_format == "legacy":
+            raise SparkJobError("cdc.output.format=legacy (flatten option): the topics are in the advanced format "
+                                "(--cdc-output-format / --config), their values have no cell to unwrap; leave "
+                                "the option out")
         return cls(
             delete_mode=mode,
             keep_tombstones=keep,
