@@ -38,8 +38,9 @@ from bridge.envelope.avro_serializer import AvroSerializer, SchemaRegistry
 from bridge.envelope.connect_schema import ConnectSchema
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.plan import TablePlan, build_plan
-from bridge.envelope.settings import EnvelopeSettings
+from bridge.envelope.settings import EnvelopeSettings, IncludeMode, OutputFormat
 from bridge.envelope.translate import translate
+from bridge.envelope.translator import Translator
 from bridge.kafka.registry import registry_client
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
@@ -90,6 +91,18 @@ def typical_records(count: int) -> list[ChangeRecord]:
             ChangeRecord("shop", "events", (LogRow(stream, timeuuid_for(micros), 0, op, None, True, values),))
         )
     return records
+
+
+def with_post_images(records: list[ChangeRecord]) -> list[ChangeRecord]:
+    """The same changes as a table with `'postimage': true` logs them: each delta row followed by
+    the row's post-image (every column; here the delta sets them all), the last row ending the batch."""
+    imaged = []
+    for record in records:
+        (delta,) = record.rows
+        first = LogRow(delta.stream_id, delta.time, 0, delta.operation, None, False, delta.values)
+        post = LogRow(delta.stream_id, delta.time, 1, Operation.POST_IMAGE, None, True, delta.values)
+        imaged.append(ChangeRecord(record.keyspace, record.table, (first, post)))
+    return imaged
 
 
 def _stream(i: int) -> Any:
@@ -221,6 +234,7 @@ def run(count: int, registry: SchemaRegistry) -> dict[str, Any]:
             calibrations.append(flat3_rate())  # right before each pass: the load changes all the time
             passes.append(_rate(records, work))
         results[name] = round(max(passes))
+    results.update(advanced_rates(records, registry, calibrations))
     sample = translated(records[1])
     assert (
         fastavro_value.serialize(sample.value)
@@ -245,6 +259,44 @@ def run(count: int, registry: SchemaRegistry) -> dict[str, Any]:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
     }
+
+
+def advanced_rates(records: list[ChangeRecord], registry: SchemaRegistry, calibrations: list[float]) -> dict[str, int]:
+    """Issue 25: the advanced format as its users run it (`cdc.include.after=full`, the table
+    logging post-images: two log rows per change), translate + serialize; beside it legacy on the
+    very same log records (it passes the post-images by), so that both read the same input."""
+    advanced = EnvelopeSettings("bench", cdc_output_format=OutputFormat.ADVANCED, cdc_include_after=IncludeMode.FULL)
+    imaged = with_post_images(records)
+    rates = {}
+    for label, settings in (("legacy_post_imaged", EnvelopeSettings("bench")), ("advanced", advanced)):
+        translator = Translator(settings)
+        plan = translator.plan(typical_table())
+        avro_key, avro_value = AvroSerializer(registry, True), AvroSerializer(registry, False)
+        avro_key.register(plan.topic, plan.key_schema)
+        avro_value.register(plan.topic, plan.value_schema)
+        json_off = JsonSerializer(False)
+        for side, key_side, value_side in (("json_schemas_off", json_off, json_off), ("avro", avro_key, avro_value)):
+            work = _translated_serialized(translator, key_side, value_side)
+            work(imaged[0])
+            passes = []
+            for _ in range(3):
+                calibrations.append(flat3_rate())
+                passes.append(_rate(imaged, work))
+            rates[f"{label}_translate_{side}"] = round(max(passes))
+    return rates
+
+
+def _translated_serialized(translator: Translator, key_side: Any, value_side: Any) -> Callable[[ChangeRecord], object]:
+    table = typical_table()
+
+    def work(record: ChangeRecord) -> object:
+        out = translator.translate(record, table).records[0]
+        return (
+            key_side.serialize(out.topic, out.key_schema, out.key),
+            value_side.serialize(out.topic, out.value_schema, out.value),
+        )
+
+    return work
 
 
 def main() -> None:

@@ -146,37 +146,8 @@ class _RecordTranslator:
         return headers
 
     def _upsert(self, row: LogRow, code: str) -> None:
-        plan = self.plan
-        key = plan.key_builder(row.values)
-        pre = self.pre.get(id(row))
-        post = self.post.get(id(row))
-        before = after = None
-        if code == "c":
-            if post is not None:
-                after = plan.after.full(post.values, key)
-            if pre is not None:
-                before = plan.before.full(pre.values, key)
-        else:
-            if pre is None and plan.before_mode is not _NONE:
-                self._missing("before")
-            merged = pre is not None and post is not None and plan.before_mode is not _ONLY_UPDATED
-            needs_modified = merged or (post is not None and plan.after_mode is _ONLY_UPDATED) or (
-                pre is not None and plan.before_mode is _ONLY_UPDATED)
-            modified = plan.modified(row.values) if needs_modified else frozenset()
-            if post is not None:
-                if plan.after_mode is _ONLY_UPDATED:
-                    after = plan.after.only_updated(post.values, key, modified)
-                else:
-                    after = plan.after.full(post.values, key)
-            if pre is not None:
-                if plan.before_mode is _ONLY_UPDATED:
-                    before = plan.before.only_updated(pre.values, key, modified)
-                elif post is None:
-                    before = plan.before.full(pre.values, key)
-                else:
-                    before = plan.before.merged(pre.values, post.values, key, modified)
-        if post is None and plan.after_mode is not _NONE:
-            self._missing("after")
+        key, before, after = _upsert_parts(self.plan, row, code, self.pre.get(id(row)), self.post.get(id(row)),
+                                           self.missing)
         self._emit(key, before, after, code)
 
     def _delete(self, row: LogRow, row_delete: bool) -> None:
@@ -211,6 +182,41 @@ class _RecordTranslator:
             "ts_ms": self.now_micros // 1000,
         }
         self.out.append(KafkaRecord(side.topic, key, side.key_schema, value, side.value_schema))
+
+
+def _upsert_parts(plan: AdvancedPlan, row: LogRow, code: str, pre: LogRow | None, post: LogRow | None,
+                  missing: dict[str, int]) -> tuple[dict[str, Any], Any, Any]:
+    """(key, before, after) of an insert/update with its paired images; a lacking image the
+    modes need is counted in `missing`."""
+    key = plan.key_builder(row.values)
+    before = after = None
+    if code == "c":
+        if post is not None:
+            after = plan.after.full(post.values, key)
+        if pre is not None:
+            before = plan.before.full(pre.values, key)
+    else:
+        if pre is None and plan.before_mode is not _NONE:
+            missing["before"] = missing.get("before", 0) + 1
+        merged = pre is not None and post is not None and plan.before_mode is not _ONLY_UPDATED
+        needs_modified = merged or (post is not None and plan.after_mode is _ONLY_UPDATED) or (
+            pre is not None and plan.before_mode is _ONLY_UPDATED)
+        modified = plan.modified(row.values) if needs_modified else frozenset()
+        if post is not None:
+            if plan.after_mode is _ONLY_UPDATED:
+                after = plan.after.only_updated(post.values, key, modified)
+            else:
+                after = plan.after.full(post.values, key)
+        if pre is not None:
+            if plan.before_mode is _ONLY_UPDATED:
+                before = plan.before.only_updated(pre.values, key, modified)
+            elif post is None:
+                before = plan.before.full(pre.values, key)
+            else:
+                before = plan.before.merged(pre.values, post.values, key, modified)
+    if post is None and plan.after_mode is not _NONE:
+        missing["after"] = missing.get("after", 0) + 1
+    return key, before, after
 
 
 def _error(record: ChangeRecord, row: LogRow | None, problem: str) -> TranslationError:
@@ -262,15 +268,15 @@ def translate_advanced(plan: AdvancedPlan, record: ChangeRecord, now_micros: int
     if len(rows) == 1 and rows[0].operation in _UPSERTS:
         return _single_upsert(plan, record, now_micros)
     if len(rows) <= 3:
-        translator = _one_change(plan, record, now_micros)
-        if translator is not None:
-            return translator.run()
+        one = _one_change(plan, record, now_micros)
+        if one is not None:
+            return one
     return _RecordTranslator(plan, record, now_micros).run()
 
 
-def _one_change(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> _RecordTranslator | None:
-    """The translator of the common record with images, one change of one row and at most one
-    pre- and one post-image of that same row, with the images already paired (what
+def _one_change(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> Translation | None:
+    """The common record with images, one change of one row and at most one pre- and one
+    post-image of that same row, translated with the images already paired (what
     `_RecordTranslator._pair` would find, without its per-record mapping by key); None when the
     record is of another shape."""
     change = pre = post = None
@@ -290,9 +296,23 @@ def _one_change(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> _R
     for image in (pre, post):
         if image is not None and any(image.values.get(n) != values.get(n) for n in plan.key_names):
             return None
-    translator = _RecordTranslator(plan, record, now_micros, pair=False)
-    if pre is not None and plan.before_mode is not _NONE:
-        translator.pre[id(change)] = pre
-    if post is not None and plan.after_mode is not _NONE and change.operation in _UPSERTS:
-        translator.post[id(change)] = post
-    return translator
+    if plan.before_mode is _NONE:
+        pre = None
+    if plan.after_mode is _NONE:
+        post = None
+    code = _UPSERTS.get(change.operation)
+    if code is None:  # a delete: the general path (deletes are the rarer records)
+        translator = _RecordTranslator(plan, record, now_micros, pair=False)
+        if pre is not None:
+            translator.pre[id(change)] = pre
+        return translator.run()
+    missing: dict[str, int] = {}
+    try:
+        key, before, after = _upsert_parts(plan, change, code, pre, post, missing)
+    except ValueConversionError as error:
+        raise _error(record, change, str(error)) from None
+    value = envelope(plan, plan.source.block(write_micros(change.time)), before, after, key, code, now_micros)
+    headers = _NO_HEADERS if plan.headers is None else plan.headers(key)
+    kafka_key = None if plan.key_schema is None else key
+    out = (KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, plan.value_schema, headers),)
+    return Translation(out, _NOTHING, missing or _NOTHING)
