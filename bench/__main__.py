@@ -144,6 +144,7 @@ def main() -> int:
                   "avro_1_worker": catchup_run(endpoints, small, args.small, converter="avro")}
     steady = latency(argparse.Namespace(rate=args.latency_rate, seconds=args.latency_seconds, confidence_ms=2000),
                      endpoints)
+    serialization = run_json_script(HERE / "envelope_bench.py", "--records", "50000")
     report = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_1m_at_start_and_end": [load_at_start, round(os.getloadavg()[0], 2)]},
@@ -166,9 +167,10 @@ def main() -> int:
         "cores_used_during_catchup": main_run.get("cores_used"),
         "peak_rss_mb": main_run["peak_rss_mb"],
         "rss_mb_at_backlog_read": main_run.get("rss_mb_at_backlog_read"),
+        **one_core_rates(serialization),
         "details": {"catchup": main_run, "paging_ceiling": paging, "producing_ceiling": producing,
                     "small_backlog": small_runs, "latency": steady,
-                    "serialization": run_json_script(HERE / "envelope_bench.py", "--records", "50000"),
+                    "serialization": serialization,
                     "spark": run_json_script(HERE / "spark_bench.py"),
                     "stage_costs": run_json_script(HERE / "stage_costs.py", "--keyspace", small)},
         "elapsed_s": round(time.monotonic() - started),
@@ -177,6 +179,21 @@ def main() -> int:
     args.out.write_text(text + "\n")
     print(text)
     return 0
+
+
+def one_core_rates(serialization: dict[str, Any] | None) -> dict[str, int | None]:
+    """Translate + serialize per core (bench/envelope_bench.py), legacy and advanced (issue 25):
+    legacy of the delta row alone and of the same log records the advanced format reads (each
+    change with its post-image), advanced with `cdc.include.after=full`."""
+    rates = (serialization or {}).get("records_per_second", {})
+    return {
+        "json_envelopes_per_s_1core": rates.get("translate_json_schemas_off"),
+        "avro_envelopes_per_s_1core": rates.get("translate_avro"),
+        "legacy_post_imaged_json_envelopes_per_s_1core": rates.get("legacy_post_imaged_translate_json_schemas_off"),
+        "legacy_post_imaged_avro_envelopes_per_s_1core": rates.get("legacy_post_imaged_translate_avro"),
+        "advanced_json_envelopes_per_s_1core": rates.get("advanced_translate_json_schemas_off"),
+        "advanced_avro_envelopes_per_s_1core": rates.get("advanced_translate_avro"),
+    }
 
 
 if __name__ == "__main__":
