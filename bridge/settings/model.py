@@ -32,7 +32,7 @@ from bridge.scylla.settings import CONSISTENCY_LEVELS, SNAPSHOT_MODES, ReaderSet
 from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
 from bridge.settings.jaas import librdkafka_settings
-from bridge.settings.output_format import IncludeModeText, OutputFormatText, PlacementText
+from bridge.settings.output_format import IncludeModeText, OutputFormatText, PayloadKeyNameText, PlacementText
 
 MASK = "**********"
 # librdkafka settings that hold secrets (passed through under `kafka.`).
@@ -112,7 +112,7 @@ class BridgeConfig(BaseModel):
         "cdc.include.primary-key.placement", "kafka-key,payload-after,payload-before", "Advanced: where the "
         "key columns go, any of kafka-key, payload-after, payload-before, payload-key, kafka-headers "
         "(payload-diff: accepted, no effect).")
-    payload_key_name: str = _setting("cdc.include.primary-key.payload-key-name", "key", "Advanced: the "
+    payload_key_name: PayloadKeyNameText = _setting("cdc.include.primary-key.payload-key-name", "key", "Advanced: the "
                                      "envelope field that holds the key struct with payload-key.")
     incomplete_task_timeout_ms: int = _setting("cdc.incomplete.task.timeout.ms", 15_000, "Accepted as the "
                                                "connector's: the bridge reads each change whole, so a change "

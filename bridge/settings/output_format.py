@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, ValidationInfo
 
 from bridge.envelope.settings import IncludeMode, OutputFormat, key_placement
 from bridge.settings.errors import ConfigError
@@ -43,10 +43,23 @@ def _placement(value: str) -> str:
     return ",".join(sorted(p.value for p in key_placement(value)))
 
 
+# The envelope's own fields: a payload key field of one of these names would clash.
+_ENVELOPE_FIELDS = ("source", "before", "after", "op", "ts_ms", "transaction", "ts_us", "ts_ns")
+
+
+def _payload_key_name(value: str, info: ValidationInfo) -> str:
+    placement = str(info.data.get("key_placement", "")).split(",")  # declared (and checked) before this one
+    if "payload-key" in placement and value in _ENVELOPE_FIELDS:
+        raise ValueError(f"{value!r} is a field of the envelope already ({', '.join(_ENVELOPE_FIELDS)}); "
+                         "choose another name")
+    return value
+
+
 # Field types of the model (bridge/settings/model.py): the value checked and normalized (lower case).
 OutputFormatText = Annotated[str, AfterValidator(_output_format)]
 IncludeModeText = Annotated[str, AfterValidator(_include_mode)]
 PlacementText = Annotated[str, AfterValidator(_placement)]
+PayloadKeyNameText = Annotated[str, AfterValidator(_payload_key_name)]
 
 # (setting, table option) per side.
 _NEEDS = (("cdc.include.before", "preimage"), ("cdc.include.after", "postimage"))

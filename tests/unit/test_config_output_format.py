@@ -47,6 +47,8 @@ def test_advanced_settings_reach_the_envelope_settings() -> None:
                                                           KeyPlacement.PAYLOAD_DIFF}
     assert settings.cdc_include_primary_key_payload_key_name == "pk"
     assert settings.cdc_incomplete_task_timeout_ms == 500
+    # a payload key name that is an envelope field only matters with payload-key
+    assert build_config({**BASE, "cdc.include.primary-key.payload-key-name": "op"}).payload_key_name == "op"
     # the same set in any order is the default one, so legacy takes it
     assert build_config({**BASE, "cdc.include.primary-key.placement": "payload-before,kafka-key,payload-after"})
 
@@ -71,6 +73,9 @@ def test_advanced_settings_reach_the_envelope_settings() -> None:
          "cdc.output.format=legacy, not kafka-key"),
         ({**ADVANCED, "cdc.include.primary-key.payload-key-name": ""},
          "cdc.include.primary-key.payload-key-name: input should be"),
+        ({**ADVANCED, "cdc.include.primary-key.placement": "kafka-key,payload-key",
+          "cdc.include.primary-key.payload-key-name": "after"},
+         "cdc.include.primary-key.payload-key-name: 'after' is a field of the envelope already"),
         ({"cdc.incomplete.task.timeout.ms": "0"}, "cdc.incomplete.task.timeout.ms: input should be greater"),
     ],
 )
