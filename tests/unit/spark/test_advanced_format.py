@@ -150,3 +150,25 @@ def test_the_payload_key_struct_is_not_part_of_the_flattened_row() -> None:
     message = _flatten(full_after_history(table)[0])
     assert message["payload"] == FULL_ROW_1  # no key column in after without payload-after
     assert "key" not in message["payload"]
+
+
+def test_mirror_refuses_such_topics_before_it_starts_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line and exit 2 from `cdc-bridge spark mirror`, with no Spark session built (that
+    would cost ~10 s and start a JVM for nothing)."""
+    import bridge.spark.session
+    from bridge.cli import main
+
+    def no_session(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a Spark session was built")
+
+    monkeypatch.setattr(bridge.spark.session, "build_session", no_session)
+    config = tmp_path / "worker.properties"
+    config.write_text("name=w\ntopic.prefix=p\nscylla.cluster.ip.addresses=127.0.0.1:9042\nscylla.table.names=ks.t\n"
+                      "kafka.bootstrap.servers=127.0.0.1:9092\ncdc.output.format=advanced\n"
+                      "cdc.include.after=only-updated\n")
+    code = main(["spark", "mirror", "--config", str(config), "--checkpoint", str(tmp_path / "c"),
+                 "--delta", str(tmp_path / "d")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines == [lines[0]] and lines[0].startswith(
+        "error: mirror: advanced topics need cdc.include.after=full (got only-updated")
