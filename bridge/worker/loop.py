@@ -443,7 +443,8 @@ class Worker:
             return
         self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
         self._telemetry.translated(record.keyspace, record.table, translation)
-        self._missing_images.note(record.keyspace, record.table, str(event.group), translation.missing_images)
+        if translation.missing_images:  # only the advanced format has any
+            self._missing_images.note(record.keyspace, record.table, str(event.group), translation.missing_images)
 
     def _snapshot_begun(self, group: GroupId, position: Position) -> None:
         if group in self._awaiting and position.snapshot is not None and position.snapshot.kind == "incremental":
