@@ -25,7 +25,6 @@ gives a record on that topic (`P.DroppedChange`: kind, clustering bounds and inc
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -72,6 +71,15 @@ def _images_by_row(plan: TablePlan, record: ChangeRecord) -> tuple[dict[int, Log
     """(pre-image, post-image) by the `id` of the delta row that carries it: a row's pre-image
     goes with its first insert/update/delete of the record, its post-image with its last
     insert/update (the state after the whole record)."""
+    if len(record.rows) <= 3:
+        one = _one_row_images(plan, record.rows)
+        if one is not None:
+            return one
+    return _paired_images(plan, record)
+
+
+def _paired_images(plan: TablePlan, record: ChangeRecord) -> tuple[dict[int, LogRow], dict[int, LogRow]]:
+    """`_images_by_row` of any record, by the pairing rule (`bridge.scylla.pairing`)."""
     pre: dict[int, LogRow] = {}
     post: dict[int, LogRow] = {}
     for change in pair_images(record, plan.key_names):
@@ -84,6 +92,32 @@ def _images_by_row(plan: TablePlan, record: ChangeRecord) -> tuple[dict[int, Log
             if last is not None:
                 post[id(last)] = change.post_image
     return pre, post
+
+
+def _one_row_images(plan: TablePlan, rows: tuple[LogRow, ...]) -> tuple[dict[int, LogRow], dict[int, LogRow]] | None:
+    """`_images_by_row` of the common imaged record, one delta row and at most one pre- and one
+    post-image of that same row, without the pairing by key; None for any other record."""
+    delta = pre = post = None
+    for row in rows:
+        op = row.operation
+        if op is Operation.PRE_IMAGE and pre is None:
+            pre = row
+        elif op is Operation.POST_IMAGE and post is None:
+            post = row
+        elif delta is None and not op.is_image:
+            delta = row
+        else:
+            return None
+    if delta is None:
+        return None
+    values = delta.values
+    for image in (pre, post):
+        if image is not None and any(image.values.get(n) != values.get(n) for n in plan.key_names):
+            return None  # not visibly the same row: the pairing by canonical key decides
+    op = delta.operation
+    before = {id(delta): pre} if pre is not None and plan.preimages and op in _ROW_EVENTS else {}
+    after = {id(delta): post} if post is not None and plan.postimages and op in _OP_CODES else {}
+    return before, after
 
 
 def _is_static_row(plan: TablePlan, values: Mapping[str, Any]) -> bool:
@@ -101,7 +135,7 @@ class _RecordTranslator:
         self.now_micros = now_micros
         self.source = plan.source.block(write_micros(record.time))
         self.out: list[KafkaRecord] = []
-        self.dropped: Counter[DropReason] = Counter()
+        self.dropped: dict[DropReason, int] = {}
         self.range_start: LogRow | None = None
         self.pre: dict[int, LogRow] = {}
         self.post: dict[int, LogRow] = {}
@@ -119,7 +153,7 @@ class _RecordTranslator:
                 raise ValueConversionError("range delete start bound without its end bound")
         except ValueConversionError as error:
             raise self.error(row, str(error)) from None
-        return Translation(tuple(self.out), dict(self.dropped))
+        return Translation(tuple(self.out), self.dropped or _NOTHING_DROPPED)
 
     def error(self, row: LogRow | None, problem: str) -> TranslationError:
         record = self.record
@@ -180,7 +214,7 @@ class _RecordTranslator:
             self.out.append(KafkaRecord(plan.topic, key, plan.key_schema, None, None))
 
     def _drop(self, row: LogRow, reason: DropReason, kind: str, start: LogRow | None, end: LogRow | None) -> None:
-        self.dropped[reason] += 1
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
         side = self.plan.dropped
         if side is None:
             return

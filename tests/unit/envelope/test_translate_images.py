@@ -200,3 +200,30 @@ def test_collection_images_are_full_values() -> None:
     )
     assert delta["after"]["v"] is None
     assert delta["after"]["v__elements"] == {"added": [{"key": 3, "value": 3}], "removed": [2]}
+
+
+def test_the_one_row_shortcut_pairs_as_the_pairing_by_key_does() -> None:
+    """A record of one delta row and its images takes a shortcut past `pair_images`
+    (`translate._one_row_images`); every such shape, with images of the row or of another row
+    (the static row, another clustering key), pairs exactly as the general rule pairs them."""
+    from itertools import product
+
+    from bridge.envelope.translate import _one_row_images, _paired_images
+    from bridge.scylla.model import ChangeRecord
+
+    deltas = [Operation.INSERT, Operation.UPDATE, Operation.ROW_DELETE]
+    image_keys: list[dict[str, Any] | None] = [None, {"pk": 0, "ck": 0}, {"pk": 0, "ck": 1}, {"pk": 0, "ck": None}]
+    for op, pre_key, post_key in product(deltas, image_keys, image_keys):
+        rows = []
+        if pre_key is not None:
+            rows.append(row(Operation.PRE_IMAGE, **pre_key, v1=1))
+        rows.append(row(op, pk=0, ck=0, v1=2))
+        if post_key is not None:
+            rows.append(row(Operation.POST_IMAGE, **post_key, v1=2))
+        record = ChangeRecord("ks", "t", tuple(rows))
+        shortcut = _one_row_images(BOTH, record.rows)
+        if shortcut is None:
+            assert pre_key not in (None, {"pk": 0, "ck": 0}) or post_key not in (None, {"pk": 0, "ck": 0})
+            continue
+        pairing = _paired_images(BOTH, record)
+        assert shortcut == pairing, (op, pre_key, post_key)
