@@ -204,11 +204,11 @@ def test_collection_images_are_full_values() -> None:
 
 def test_the_one_row_shortcut_pairs_as_the_pairing_by_key_does() -> None:
     """A record of one delta row and its images takes a shortcut past `pair_images`
-    (`translate._one_row_images`); every such shape, with images of the row or of another row
+    (`record_walk._one_row_images`); every such shape, with images of the row or of another row
     (the static row, another clustering key), pairs exactly as the general rule pairs them."""
     from itertools import product
 
-    from bridge.envelope.translate import _one_row_images, _paired_images
+    from bridge.envelope.record_walk import _one_row_images, paired_images
     from bridge.scylla.model import ChangeRecord
 
     deltas = [Operation.INSERT, Operation.UPDATE, Operation.ROW_DELETE]
@@ -221,9 +221,9 @@ def test_the_one_row_shortcut_pairs_as_the_pairing_by_key_does() -> None:
         if post_key is not None:
             rows.append(row(Operation.POST_IMAGE, **post_key, v1=2))
         record = ChangeRecord("ks", "t", tuple(rows))
-        shortcut = _one_row_images(BOTH, record.rows)
+        shortcut = _one_row_images(record.rows, BOTH.key_names, True, True)
         if shortcut is None:
             assert pre_key not in (None, {"pk": 0, "ck": 0}) or post_key not in (None, {"pk": 0, "ck": 0})
             continue
-        pairing = _paired_images(BOTH, record)
+        pairing = paired_images(record, BOTH.key_names, True, True)
         assert shortcut == pairing, (op, pre_key, post_key)
