@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,3 +168,10 @@ def metric_samples(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
     assert status == 200, text
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def inside_snapshot_or_past_it(worker: WorkerProcess) -> bool:
+    """A few chunks in, or every snapshot it started is over (a late restart only streams)."""
+    events = Counter(e.get("event") for e in worker.events())
+    begun = events["snapshot started"] + events["snapshot resumed"]
+    return events["snapshot chunk"] >= 3 or (events["group started"] > 0 and begun == events["snapshot finished"])

@@ -24,6 +24,7 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     WorkerProcess,
+    inside_snapshot_or_past_it,
     read_topic,
     wait_for,
     worker_properties,
@@ -145,13 +146,6 @@ def fill_before_cdc(emulator: Emulator, session: Any, keyspace: str) -> list[tup
 
 def snapshot_events(worker: WorkerProcess, name: str) -> int:
     return sum(1 for e in worker.events() if e.get("event") == name)
-
-
-def inside_snapshot_or_past_it(worker: WorkerProcess) -> bool:
-    """A few chunks in, or every snapshot it started is over (a late restart only streams)."""
-    events = Counter(e.get("event") for e in worker.events())
-    begun = events["snapshot started"] + events["snapshot resumed"]
-    return events["snapshot chunk"] >= 3 or (events["group started"] > 0 and begun == events["snapshot finished"])
 
 
 def test_initial_snapshot_with_changes_and_sigkills_gives_each_row_once_and_converges(
