@@ -69,6 +69,18 @@ def envelope(plan: AdvancedPlan, source: dict[str, Any], before: Any, after: Any
             "transaction": None, "ts_us": None, "ts_ns": None}
 
 
+def event_record(plan: AdvancedPlan, key: dict[str, Any], value: dict[str, Any] | None,
+                 headers: tuple[tuple[str, bytes], ...] | None = None) -> KafkaRecord:
+    """A record of the table's topic: the Kafka key with `kafka-key` (else null), the key's
+    headers with `kafka-headers` (`headers` when the caller has them already); `value` None is
+    a tombstone."""
+    if headers is None:
+        headers = _NO_HEADERS if plan.headers is None else plan.headers(key)
+    kafka_key = None if plan.key_schema is None else key
+    value_schema = None if value is None else plan.value_schema
+    return KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, value_schema, headers)
+
+
 class _RecordTranslator(RecordWalk):
     """Translates one record in the advanced format (the walk and the drops: `RecordWalk`)."""
 
@@ -85,12 +97,10 @@ class _RecordTranslator(RecordWalk):
         return Translation(tuple(self.out), self.dropped or _NOTHING, self.missing or _NOTHING)
 
     def _emit(self, key: dict[str, Any], before: Any, after: Any, code: str) -> tuple[tuple[str, bytes], ...]:
-        plan = self.plan
-        headers = _NO_HEADERS if plan.headers is None else plan.headers(key)
-        value = envelope(plan, self.source, before, after, key, code, self.now_micros)
-        kafka_key = None if plan.key_schema is None else key
-        self.out.append(KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, plan.value_schema, headers))
-        return headers
+        record = event_record(self.plan, key, envelope(self.plan, self.source, before, after, key, code,
+                                                       self.now_micros))
+        self.out.append(record)
+        return record.headers
 
     def upsert(self, row: LogRow, code: str) -> None:
         key, before, after = _upsert_parts(self.plan, row, code, self.pre.get(id(row)), self.post.get(id(row)),
@@ -109,8 +119,7 @@ class _RecordTranslator(RecordWalk):
         headers = self._emit(key, before, None, "d")
         if plan.tombstones_on_delete:
             # Debezium's EventDispatcher: the delete's key (null too) and headers, value null
-            kafka_key = None if plan.key_schema is None else key
-            self.out.append(KafkaRecord(plan.topic, kafka_key, plan.key_schema, None, None, headers))
+            self.out.append(event_record(plan, key, None, headers))
 
 
 def _upsert_parts(plan: AdvancedPlan, row: LogRow, code: str, pre: LogRow | None, post: LogRow | None,
@@ -161,10 +170,8 @@ def _single_upsert(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) ->
         key = plan.key_builder(row.values)
     except ValueConversionError as error:
         raise translation_error(record, row, str(error)) from None
-    value = envelope(plan, plan.source.block(write_micros(row.time)), None, None, key, code, now_micros)
-    headers = _NO_HEADERS if plan.headers is None else plan.headers(key)
-    kafka_key = None if plan.key_schema is None else key
-    out = (KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, plan.value_schema, headers),)
+    out = (event_record(plan, key, envelope(plan, plan.source.block(write_micros(row.time)), None, None, key, code,
+                                            now_micros)),)
     missing = _NOTHING
     if plan.after_mode is not _NONE:
         missing = _MISSING_BOTH if code == "u" and plan.before_mode is not _NONE else _MISSING_AFTER
@@ -206,7 +213,5 @@ def _one_upsert(plan: AdvancedPlan, record: ChangeRecord, now_micros: int) -> Tr
     except ValueConversionError as error:
         raise translation_error(record, change, str(error)) from None
     value = envelope(plan, plan.source.block(write_micros(change.time)), before, after, key, code, now_micros)
-    headers = _NO_HEADERS if plan.headers is None else plan.headers(key)
-    kafka_key = None if plan.key_schema is None else key
-    out = (KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, plan.value_schema, headers),)
+    out = (event_record(plan, key, value),)
     return Translation(out, _NOTHING, missing or _NOTHING)

@@ -26,6 +26,11 @@ from bridge.envelope.translate import envelope
 from bridge.scylla.model import SnapshotRow
 
 
+def _row_error(plan: TablePlan | AdvancedPlan, row: SnapshotRow, error: ValueConversionError) -> TranslationError:
+    keys = {name: row.values.get(name) for name in plan.key_names}
+    return TranslationError(f"cannot translate snapshot row of {plan.table.qualified_name} with key {keys}: {error}")
+
+
 def translate_snapshot(plan: TablePlan, rows: Sequence[SnapshotRow], kind: str, now_micros: int) -> Translation:
     """The `r` records of `rows`, in order. A row that cannot be translated raises a
     TranslationError naming the table and the row's key."""
@@ -35,9 +40,7 @@ def translate_snapshot(plan: TablePlan, rows: Sequence[SnapshotRow], kind: str, 
             key = plan.key_builder(row.values)
             after = plan.post_image_builder(row.values, key, row.static)
         except ValueConversionError as error:
-            keys = {name: row.values.get(name) for name in plan.key_names}
-            raise TranslationError(f"cannot translate snapshot row of {plan.table.qualified_name} "
-                                   f"with key {keys}: {error}") from None
+            raise _row_error(plan, row, error) from None
         source = plan.source.block(row.ts_us)
         source["snapshot"] = kind
         out.append(KafkaRecord(plan.topic, key, plan.key_schema, envelope(source, None, after, "r", now_micros),
@@ -59,13 +62,9 @@ def translate_snapshot_advanced(plan: AdvancedPlan, rows: Sequence[SnapshotRow],
                 values = {name: value for name, value in values.items() if name in own}
             after = plan.after.full(values, key)
         except ValueConversionError as error:
-            keys = {name: row.values.get(name) for name in plan.key_names}
-            raise TranslationError(f"cannot translate snapshot row of {plan.table.qualified_name} "
-                                   f"with key {keys}: {error}") from None
+            raise _row_error(plan, row, error) from None
         source = plan.source.block(row.ts_us)
         source["snapshot"] = kind
         value = advanced_translate.envelope(plan, source, None, after, key, "r", now_micros)
-        headers = () if plan.headers is None else plan.headers(key)
-        kafka_key = None if plan.key_schema is None else key
-        out.append(KafkaRecord(plan.topic, kafka_key, plan.key_schema, value, plan.value_schema, headers))
+        out.append(advanced_translate.event_record(plan, key, value))
     return Translation(tuple(out), {})
