@@ -116,22 +116,28 @@ def owned_slots(worker: WorkerProcess) -> set[int]:
     return owned
 
 
-def read_topic(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
-               settle_s: float = 3.0, client: dict[str, str] | None = None) -> list[tuple[bytes | None, bytes | None]]:
-    """Everything committed in `topic`: waits for `expected` records, then `settle_s` more so
-    that duplicates beyond it would show. `client`: extra consumer settings (security)."""
+Record = tuple[bytes | None, bytes | None]
+RecordWithHeaders = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
+
+
+def read_topic_with_headers(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
+                            settle_s: float = 3.0, client: dict[str, str] | None = None) -> list[RecordWithHeaders]:
+    """Everything committed in `topic` as (key, value, headers): waits for `expected` records,
+    then `settle_s` more so that duplicates beyond it would show. `client`: extra consumer
+    settings (security)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "enable.auto.commit": False, **(client or {})})
     consumer.subscribe([topic])
-    messages: list[tuple[bytes | None, bytes | None]] = []
+    messages: list[RecordWithHeaders] = []
     deadline = time.monotonic() + timeout_s
     settle_until: float | None = None
     try:
         while time.monotonic() < deadline and (settle_until is None or time.monotonic() < settle_until):
             for message in consumer.consume(1000, timeout=0.5):
                 if message.error() is None:
-                    messages.append((message.key(), message.value()))
+                    headers = [(name, bytes(value or b"")) for name, value in (message.headers() or [])]
+                    messages.append((message.key(), message.value(), headers))
             if settle_until is None and len(messages) >= expected:
                 settle_until = time.monotonic() + settle_s
     finally:
@@ -139,7 +145,14 @@ def read_topic(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 
     return messages
 
 
-def ids_of(messages: list[tuple[bytes | None, bytes | None]]) -> Iterator[int]:
+def read_topic(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
+               settle_s: float = 3.0, client: dict[str, str] | None = None) -> list[Record]:
+    """read_topic_with_headers without the headers: (key, value) per record."""
+    return [(key, value) for key, value, _ in read_topic_with_headers(
+        bootstrap, topic, expected=expected, timeout_s=timeout_s, settle_s=settle_s, client=client)]
+
+
+def ids_of(messages: list[Record]) -> Iterator[int]:
     for key, value in messages:
         if value is not None and key is not None:
             yield int(json.loads(key)["id"])

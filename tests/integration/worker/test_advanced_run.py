@@ -8,51 +8,22 @@ from __future__ import annotations
 
 import collections
 import json
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer
-
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
-from tests.integration.worker.harness import WorkerProcess, wait_for
+from tests.integration.worker.harness import RecordWithHeaders, WorkerProcess, read_topic_with_headers, wait_for
 
 ALL_PLACEMENTS = "kafka-key,payload-after,payload-before,payload-key,kafka-headers"
-Message = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
-
-
-def read_with_headers(bootstrap: str, topic: str, *, expected: int, timeout_s: float = 90.0,
-                      settle_s: float = 3.0) -> list[Message]:
-    """Everything committed in `topic` with its headers: waits for `expected` records, then
-    `settle_s` more so that duplicates beyond it would show."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    messages: list[Message] = []
-    deadline = time.monotonic() + timeout_s
-    settle_until: float | None = None
-    try:
-        while time.monotonic() < deadline and (settle_until is None or time.monotonic() < settle_until):
-            for message in consumer.consume(1000, timeout=0.5):
-                if message.error() is None:
-                    headers = [(name, bytes(value or b"")) for name, value in (message.headers() or [])]
-                    messages.append((message.key(), message.value(), headers))
-            if settle_until is None and len(messages) >= expected:
-                settle_until = time.monotonic() + settle_s
-    finally:
-        consumer.close()
-    return messages
 
 
 def _json(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
 
 
-def _events(messages: list[Message]) -> list[tuple[Any, Any, list[tuple[str, bytes]]]]:
+def _events(messages: list[RecordWithHeaders]) -> list[tuple[Any, Any, list[tuple[str, bytes]]]]:
     """(key, value without `source`/`ts_*`, headers) per record, in topic order per key."""
     found = []
     for key, value, headers in messages:
@@ -74,7 +45,7 @@ def _by_key(events: list[tuple[Any, Any, list[tuple[str, bytes]]]]) -> dict[str,
 
 def _committed(bootstrap: str, topic: str) -> int:
     """How many records a read_committed consumer sees in `topic` now."""
-    return len(read_with_headers(bootstrap, topic, expected=1 << 30, timeout_s=2.0, settle_s=0))
+    return len(read_topic_with_headers(bootstrap, topic, expected=1 << 30, timeout_s=2.0, settle_s=0))
 
 
 def _started(worker: WorkerProcess) -> Callable[[], bool]:
@@ -123,7 +94,7 @@ def test_full_images_every_placement_json_without_schemas(
     ):
         emulator.execute(statement)
 
-    user_events = _events(read_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{users}", expected=5))
+    user_events = _events(read_topic_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{users}", expected=5))
     header = [("pk.id", b"1")]
     assert user_events == [
         ({"id": 1}, {"before": None, "after": {"id": 1, "name": "ann", "tags": ["a"]}, "key": {"id": 1},
@@ -137,7 +108,7 @@ def test_full_images_every_placement_json_without_schemas(
         ({"id": 1}, None, header),  # the tombstone, with the key's headers
     ]
 
-    item_events = _events(read_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{items}", expected=5))
+    item_events = _events(read_topic_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{items}", expected=5))
     key1 = {"pk1": 7, "pk2": "x", "ck": 1}
     # headers in the log's column order (by name), as the connector's buildPkHeaders walks it
     headers1 = [("ck.ck", b"1"), ("pk.pk1", b"7"), ("pk.pk2", b"x")]
@@ -169,7 +140,7 @@ def test_full_images_every_placement_json_without_schemas(
     third = workers(config, "third")
     for i in range(400, 420):
         emulator.execute(f"INSERT INTO {users} (id, name) VALUES ({i}, 'u{i}')")
-    every = _events(read_with_headers(stack.kafka_bootstrap, topic, expected=5 + 320))
+    every = _events(read_topic_with_headers(stack.kafka_bootstrap, topic, expected=5 + 320))
     counts = collections.Counter(key["id"] for key, envelope, _ in every if envelope is not None)
     assert {i: n for i, n in counts.items() if n != (1 if i != 1 else 4)} == {}, "duplicates or losses"
     assert set(counts) == {1, *range(100, 420)}
@@ -201,7 +172,7 @@ def test_no_images_default_placement_json_with_schemas(
                       f"UPDATE {table} SET v = 'b' WHERE id = 1 AND ck = 2",
                       f"DELETE FROM {table} WHERE id = 1 AND ck = 2"):
         emulator.execute(statement)
-    messages = read_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{table}", expected=4)
+    messages = read_topic_with_headers(stack.kafka_bootstrap, f"{bridge_name}.{table}", expected=4)
     assert [headers for _, _, headers in messages] == [[], [], [], []]
     keys = [_json(key) for key, _, _ in messages]
     prefix = f"{bridge_name}.{table}".replace("-", "_")  # struct names adjusted for Avro (the default)
@@ -255,7 +226,7 @@ def test_only_updated_avro_through_the_registry(
                       f"DELETE FROM {table} WHERE id = 1"):
         emulator.execute(statement)
     topic = f"{bridge_name}.{table}"
-    messages = read_with_headers(stack.kafka_bootstrap, topic, expected=5)
+    messages = read_topic_with_headers(stack.kafka_bootstrap, topic, expected=5)
     client: Any = registry_client(url).client
     assert client.get_versions(f"{topic}-key") == [1] and client.get_versions(f"{topic}-value") == [1]
     assert client.get_latest_version(f"{topic}-value").schema.schema_str.count(f'"{topic.replace("-", "_")}')
