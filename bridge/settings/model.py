@@ -4,41 +4,44 @@ Each field's alias is the property name users write (the Java connector's where 
 the same, design.md 2.1); its default and description are the documentation (`cdc-bridge config
 describe` and the README reference are rendered from them). `load.py` fills it from the file,
 the environment and `--set`. Secrets are `SecretStr`: masked in `str`, `repr` and `describe`,
-unwrapped only where a client is built.
+unwrapped only where a client is built. The value checks are the field types of
+`field_types.py` and `output_format.py`; which `kafka.*` settings are secrets, `masking.py`. The
+methods below the fields are the derived settings each layer is built from.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from bridge.envelope.names import NameAdjustment, name_adjustment
-from bridge.envelope.settings import (
-    ConverterKind,
-    EnvelopeSettings,
-    IncludeMode,
-    OutputFormat,
-    converter_kind,
-    key_placement,
-)
-from bridge.observability.logs import is_secret_key
-from bridge.scylla.settings import CONSISTENCY_LEVELS, SNAPSHOT_MODES, ReaderSettings
-from bridge.scylla.tls import PROVIDERS, CqlTlsSettings, TlsSettingError, ssl_context
+from bridge.envelope.names import NameAdjustment
+from bridge.envelope.settings import ConverterKind, EnvelopeSettings, IncludeMode, OutputFormat, key_placement
+from bridge.scylla.settings import ReaderSettings
+from bridge.scylla.tls import CqlTlsSettings, TlsSettingError, ssl_context
 from bridge.settings.errors import ConfigError
+from bridge.settings.field_types import (
+    ChannelsText,
+    ConsistencyLevelText,
+    ConverterText,
+    ExpiredModeText,
+    FailureModeText,
+    KafkaSettings,
+    KeyAuthSourceText,
+    NameAdjustmentText,
+    PemBundlePath,
+    ProcessesText,
+    SnapshotModeText,
+    TlsProviderText,
+    UserInfo,
+    ValueAuthSourceText,
+)
 from bridge.settings.jaas import librdkafka_settings
+from bridge.settings.masking import MASK, is_kafka_secret, is_secret_file, masked_url
 from bridge.settings.output_format import IncludeModeText, OutputFormatText, PayloadKeyNameText, PlacementText
-
-MASK = "**********"
-# librdkafka settings that hold secrets (passed through under `kafka.`).
-_KAFKA_SECRETS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
-                            "sasl.oauthbearer.client.secret", "ssl_key", "sasl.jaas.config",
-                            "sasl.oauthbearer.config"})
 
 Millis = Annotated[int, Field(ge=0)]
 
@@ -65,8 +68,9 @@ class BridgeConfig(BaseModel):
     scylla_password_file: Path | None = _setting("scylla.password.file", None,
                                                  "File holding the CQL password (Kubernetes Secret mounts).")
     ssl_enabled: bool = _setting("scylla.ssl.enabled", False, "TLS to the CQL cluster.")
-    ssl_provider: str = _setting("scylla.ssl.provider", "JDK", "Accepted for the Java connector's configs "
-                                 "(JDK, OPENSSL, OPENSSL_REFCNT); the bridge always uses OpenSSL.")
+    ssl_provider: TlsProviderText = _setting(
+        "scylla.ssl.provider", "JDK", "Accepted for the Java connector's configs (JDK, OPENSSL, OPENSSL_REFCNT); the "
+        "bridge always uses OpenSSL.")
     ssl_truststore_path: Path | None = _setting("scylla.ssl.truststore.path", None, "CA certificates that "
                                                 "sign the nodes' certificates: PEM or PKCS#12 (not JKS); "
                                                 "default: the system's CAs.")
@@ -85,7 +89,8 @@ class BridgeConfig(BaseModel):
     ssl_hostname_validation: bool = _setting("scylla.ssl.hostname.validation", True, "Check that each "
                                              "node's certificate names the address connected to.")
     local_dc: str | None = _setting("scylla.local.dc", None, "Datacenter for DC-aware load balancing.")
-    consistency_level: str = _setting("scylla.consistency.level", "QUORUM", "Consistency level of log reads.")
+    consistency_level: ConsistencyLevelText = _setting(
+        "scylla.consistency.level", "QUORUM", "Consistency level of log reads.")
     query_time_window_size: Millis = _setting("scylla.query.time.window.size", 30_000,
                                               "First window size of a group that is behind (ms).")
     confidence_window_size: int = _setting("scylla.confidence.window.size", 30_000,
@@ -121,33 +126,33 @@ class BridgeConfig(BaseModel):
     preimages: bool = _setting("experimental.preimages.enabled", False, "Fill `before` from pre-images.")
     postimages: bool = _setting("experimental.postimages.enabled", False, "Fill `after` from post-images.")
     tombstones_on_delete: bool = _setting("tombstones.on.delete", True, "A tombstone follows every delete.")
-    offsets_expired_mode: str = _setting("scylla.offsets.expired.mode", "fail", "A saved position older than the "
-                                         "log's TTL (rows may have expired unread): fail (the group stops, "
-                                         "visible in /readyz, like Debezium refusing a gap) or resume (stream on "
-                                         "from it, the gap logged and counted).")
-    snapshot_mode: str = _setting("snapshot.mode", "no_data", "Rows that existed before CDC: no_data (stream "
-                                  "only; never is its old name), initial (a table without saved offsets is "
-                                  "snapshotted, then streamed), initial_only (snapshotted, not streamed) or "
-                                  "when_needed (as initial, and a saved position older than the log's TTL is "
-                                  "closed by a snapshot).")
+    offsets_expired_mode: ExpiredModeText = _setting(
+        "scylla.offsets.expired.mode", "fail", "A saved position older than the log's TTL (rows may have expired "
+        "unread): fail (the group stops, visible in /readyz, like Debezium refusing a gap) or resume (stream on from "
+        "it, the gap logged and counted).")
+    snapshot_mode: SnapshotModeText = _setting(
+        "snapshot.mode", "no_data", "Rows that existed before CDC: no_data (stream only; never is its old name), "
+        "initial (a table without saved offsets is snapshotted, then streamed), initial_only (snapshotted, not "
+        "streamed) or when_needed (as initial, and a saved position older than the log's TTL is closed by a snapshot).")
     snapshot_fetch_size: int = _setting("snapshot.fetch.size", 1_000, "Rows per page of a snapshot read.", ge=1)
     snapshot_max_threads: int = _setting("snapshot.max.threads", 2, "Groups one worker snapshots at once, one "
                                          "page in flight each: the snapshot's load on the cluster.", ge=1)
-    signal_channels: str = _setting("signal.enabled.channels", "", "Where snapshot signals come from: kafka "
-                                    "(the signal.kafka.topic), or empty for none.")
+    signal_channels: ChannelsText = _setting(
+        "signal.enabled.channels", "", "Where snapshot signals come from: kafka (the signal.kafka.topic), or empty for "
+        "none.")
     signal_kafka_topic: str | None = _setting("signal.kafka.topic", None, "Topic of Debezium signals "
                                               "(execute-snapshot, stop-snapshot) keyed by topic.prefix; default "
                                               "<name>-signals.")
-    notification_channels: str = _setting("notification.enabled.channels", "", "Where snapshot notifications go: "
-                                          "kafka (sink, Debezium's name, accepted) for the "
-                                          "notification.sink.topic.name, or empty for none.")
+    notification_channels: ChannelsText = _setting(
+        "notification.enabled.channels", "", "Where snapshot notifications go: kafka (sink, Debezium's name, accepted) "
+        "for the notification.sink.topic.name, or empty for none.")
     notification_topic: str | None = _setting("notification.sink.topic.name", None, "Topic of Debezium "
                                               "notifications of snapshots (STARTED, IN_PROGRESS, COMPLETED per "
                                               "group); default <name>-notifications.")
-    failure_handling_mode: str = _setting("event.processing.failure.handling.mode", "fail", "A change the bridge "
-                                          "cannot translate or serialize: fail (its group stops and is retried, "
-                                          "visible in /readyz), warn or skip (logged, counted, passed; to the dead "
-                                          "letter topic when one is set).")
+    failure_handling_mode: FailureModeText = _setting(
+        "event.processing.failure.handling.mode", "fail", "A change the bridge cannot translate or serialize: fail "
+        "(its group stops and is retried, visible in /readyz), warn or skip (logged, counted, passed; to the dead "
+        "letter topic when one is set).")
     dead_letter_topic: str | None = _setting("errors.deadletterqueue.topic.name", None, "Topic for the changes "
                                              "warn or skip passes (as read, with the reason and position).")
     errors_retry_timeout: int = _setting("errors.retry.timeout", -1, "How long a failed group is retried from its "
@@ -158,33 +163,37 @@ class BridgeConfig(BaseModel):
                                               "twice as long.", ge=1)
     heartbeat_interval_ms: Millis = _setting("heartbeat.interval.ms", 10_000, "How often positions of groups "
                                              "that only advanced (no records) are committed (ms).")
-    key_converter: str = _setting("key.converter", "json", "json or avro (Connect class names accepted).")
-    value_converter: str = _setting("value.converter", "json", "json or avro (Connect class names accepted).")
+    key_converter: ConverterText = _setting("key.converter", "json", "json or avro (Connect class names accepted).")
+    value_converter: ConverterText = _setting("value.converter", "json", "json or avro (Connect class names accepted).")
     key_schemas_enable: bool = _setting("key.converter.schemas.enable", True, "JSON keys with their schema.")
     value_schemas_enable: bool = _setting("value.converter.schemas.enable", True, "JSON values with their schema.")
     key_registry_url: str | None = _setting("key.converter.schema.registry.url", None, "Registry for Avro keys.")
     value_registry_url: str | None = _setting("value.converter.schema.registry.url", None,
                                               "Registry for Avro values.")
-    key_registry_user_info: SecretStr | None = _setting("key.converter.basic.auth.user.info", None,
-                                                        "user:password for the key registry (secret).")
-    key_registry_auth_source: str = _setting("key.converter.basic.auth.credentials.source", "URL",
-                                             "Registry basic-auth credentials from the URL (user:password@) or "
-                                             "USER_INFO (key.converter.basic.auth.user.info).")
-    key_registry_ca: Path | None = _setting("key.converter.schema.registry.ssl.truststore.location", None,
-                                            "PEM CA bundle the key registry's HTTPS certificate chains to "
-                                            "(default: the system's).")
-    value_registry_user_info: SecretStr | None = _setting("value.converter.basic.auth.user.info", None,
-                                                          "user:password for the value registry (secret).")
-    value_registry_auth_source: str = _setting("value.converter.basic.auth.credentials.source", "URL",
-                                               "As key.converter.basic.auth.credentials.source, for values.")
-    value_registry_ca: Path | None = _setting("value.converter.schema.registry.ssl.truststore.location", None,
-                                              "PEM CA bundle the value registry's HTTPS certificate chains to.")
+    key_registry_user_info: UserInfo = _setting(
+        "key.converter.basic.auth.user.info", None, "user:password for the key registry (secret).")
+    key_registry_auth_source: KeyAuthSourceText = _setting(
+        "key.converter.basic.auth.credentials.source", "URL", "Registry basic-auth credentials from the URL "
+        "(user:password@) or USER_INFO (key.converter.basic.auth.user.info).")
+    key_registry_ca: PemBundlePath = _setting(
+        "key.converter.schema.registry.ssl.truststore.location", None, "PEM CA bundle the key registry's HTTPS "
+        "certificate chains to (default: the system's).")
+    value_registry_user_info: UserInfo = _setting(
+        "value.converter.basic.auth.user.info", None, "user:password for the value registry (secret).")
+    value_registry_auth_source: ValueAuthSourceText = _setting(
+        "value.converter.basic.auth.credentials.source", "URL", "As key.converter.basic.auth.credentials.source, for "
+        "values.")
+    value_registry_ca: PemBundlePath = _setting(
+        "value.converter.schema.registry.ssl.truststore.location", None, "PEM CA bundle the value registry's HTTPS "
+        "certificate chains to.")
     dropped_changes_topic: str | None = _setting("dropped.changes.topic", None,
                                                  "Side topic for range and clustered partition deletes.")
-    schema_name_adjustment_mode: str = _setting("schema.name.adjustment.mode", "avro", "Struct names: none, "
-                                                "avro (invalid characters as _) or avro_unicode (as _uXXXX).")
-    field_name_adjustment_mode: str = _setting("field.name.adjustment.mode", "avro", "Avro field names: none, "
-                                               "avro or avro_unicode; JSON keeps the column names.")
+    schema_name_adjustment_mode: NameAdjustmentText = _setting(
+        "schema.name.adjustment.mode", "avro", "Struct names: none, avro (invalid characters as _) or avro_unicode (as "
+        "_uXXXX).")
+    field_name_adjustment_mode: NameAdjustmentText = _setting(
+        "field.name.adjustment.mode", "avro", "Avro field names: none, avro or avro_unicode; JSON keeps the column "
+        "names.")
     offset_storage_topic: str | None = _setting("offset.storage.topic", None,
                                                 "Compacted offsets topic; default <name>-offsets.")
     offset_storage_partitions: int = _setting("offset.storage.partitions", 25, "Partitions of a new offsets "
@@ -199,11 +208,11 @@ class BridgeConfig(BaseModel):
     slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
     worker_instance_id: str | None = _setting("worker.instance.id", None, "Stable id of this worker (static "
                                               "group membership), e.g. the pod name.")
-    worker_processes: str = _setting("worker.processes", "1", "Worker processes this run starts (each one "
-                                     "interpreter, one core): a positive number, or auto for the CPUs this "
-                                     "process may use (affinity, cgroup cpu.max), the choice in a container with "
-                                     "its own CPU limit. Above 1 a supervisor runs them, serves metrics.port and "
-                                     "restarts any that dies; with worker.instance.id X, process i is X-i.")
+    worker_processes: ProcessesText = _setting(
+        "worker.processes", "1", "Worker processes this run starts (each one interpreter, one core): a positive "
+        "number, or auto for the CPUs this process may use (affinity, cgroup cpu.max), the choice in a container with "
+        "its own CPU limit. Above 1 a supervisor runs them, serves metrics.port and restarts any that dies; with "
+        "worker.instance.id X, process i is X-i.")
     commit_interval_ms: int = _setting("commit.interval.ms", 100, "Longest time a transaction stays open "
                                        "(ms).", ge=10)
     commit_max_records: int = _setting("commit.max.records", 5_000, "Records after which a transaction is "
@@ -216,115 +225,12 @@ class BridgeConfig(BaseModel):
                                          "on: 0.0.0.0 (every interface, for containers and probes), :: (IPv6 "
                                          "too), or one address, e.g. 127.0.0.1 behind a local proxy.",
                                          min_length=1)
-    kafka: dict[str, SecretStr] = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
-                                        "settings (librdkafka names) under the prefix kafka., e.g. "
-                                        "kafka.bootstrap.servers (required), kafka.security.protocol, "
-                                        "kafka.sasl.mechanism, kafka.sasl.username, kafka.sasl.password, "
-                                        "kafka.ssl.ca.location; kafka.<secret>.file reads a secret from a file "
-                                        "(kafka.sasl.password.file).")
-
-    @field_validator("consistency_level")
-    @classmethod
-    def _consistency(cls, value: str) -> str:
-        if value.upper() not in CONSISTENCY_LEVELS:
-            raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
-        return value.upper()
-
-    @field_validator("failure_handling_mode", "offsets_expired_mode")
-    @classmethod
-    def _mode(cls, value: str, info: ValidationInfo) -> str:
-        allowed = ("fail", "warn", "skip") if info.field_name == "failure_handling_mode" else ("fail", "resume")
-        if value.lower() not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return value.lower()
-
-    @field_validator("snapshot_mode")
-    @classmethod
-    def _snapshot_mode(cls, value: str) -> str:
-        mode = "no_data" if value.lower() == "never" else value.lower()
-        if mode not in SNAPSHOT_MODES:
-            raise ValueError(f"must be one of {', '.join(SNAPSHOT_MODES)}")
-        return mode
-
-    @field_validator("signal_channels", "notification_channels")
-    @classmethod
-    def _channels(cls, value: str, info: ValidationInfo) -> str:
-        """Debezium's channel lists; only Kafka is a channel here (`sink` is Debezium's name for
-        notifications on Kafka; a CDC log has no signalling table)."""
-        channels = {"kafka" if part.strip().lower() == "sink" else part.strip().lower()
-                    for part in value.split(",") if part.strip()}
-        if channels - {"kafka"}:
-            raise ValueError(f"{', '.join(sorted(channels - {'kafka'}))}: only the kafka channel is supported")
-        return ",".join(sorted(channels))
-
-    @field_validator("worker_processes", mode="before")
-    @classmethod
-    def _processes(cls, value: object) -> str:
-        """`auto` or a positive integer, kept as text: `auto` is resolved where the processes are
-        started (bridge/worker/cpus.py), so `config describe` shows what was written."""
-        text = "" if value is None else str(value).strip().lower()  # an empty value arrives as None
-        if text == "auto":
-            return text
-        if not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{'' if value is None else str(value).strip()!r}: must be a positive integer or auto")
-        return str(int(text))
-
-    @field_validator("ssl_provider")
-    @classmethod
-    def _provider(cls, value: str) -> str:
-        if value.upper() not in PROVIDERS:
-            raise ValueError(f"must be one of {', '.join(sorted(PROVIDERS))}")
-        return value.upper()
-
-    @field_validator("key_converter", "value_converter")
-    @classmethod
-    def _converter(cls, value: str) -> str:
-        return converter_kind(value).value
-
-    @field_validator("schema_name_adjustment_mode", "field_name_adjustment_mode")
-    @classmethod
-    def _adjustment(cls, value: str) -> str:
-        return name_adjustment(value).value
-
-    @field_validator("key_registry_auth_source", "value_registry_auth_source")
-    @classmethod
-    def _auth_source(cls, value: str, info: ValidationInfo) -> str:
-        if value.upper() not in ("URL", "USER_INFO"):
-            raise ValueError("must be URL or USER_INFO (SASL_INHERIT is not supported)")
-        side = (info.field_name or "").split("_")[0]
-        if value.upper() == "USER_INFO" and info.data.get(f"{side}_registry_user_info") is None:
-            raise ValueError(f"is USER_INFO, but {side}.converter.basic.auth.user.info (user:password) is not set")
-        if value.upper() == "USER_INFO" and url_password(info.data.get(f"{side}_registry_url") or ""):
-            raise ValueError(f"is USER_INFO, but {side}.converter.schema.registry.url has credentials too: keep one")
-        return value.upper()
-
-    @field_validator("key_registry_user_info", "value_registry_user_info")
-    @classmethod
-    def _user_info(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and ":" not in value.get_secret_value():
-            raise ValueError("must be user:password")
-        return value
-
-    @field_validator("key_registry_ca", "value_registry_ca")
-    @classmethod
-    def _pem_bundle(cls, value: Path | None) -> Path | None:
-        if value is None:
-            return None
-        try:
-            head = value.read_bytes()[:4096]
-        except OSError as error:
-            raise ValueError(f"{value}: {error.strerror or error}") from None
-        if b"-----BEGIN CERTIFICATE-----" not in head:
-            raise ValueError(f"{value} is not a PEM CA bundle (a JKS or PKCS#12 truststore converts with "
-                             f"`openssl pkcs12 -in {value.name} -nokeys -out ca.pem`)")
-        return value
-
-    @field_validator("kafka")
-    @classmethod
-    def _bootstrap(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
-        if "bootstrap.servers" not in value:
-            raise ValueError("required, missing")
-        return value
+    kafka: KafkaSettings = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
+                                 "settings (librdkafka names) under the prefix kafka., e.g. "
+                                 "kafka.bootstrap.servers (required), kafka.security.protocol, "
+                                 "kafka.sasl.mechanism, kafka.sasl.username, kafka.sasl.password, "
+                                 "kafka.ssl.ca.location; kafka.<secret>.file reads a secret from a file "
+                                 "(kafka.sasl.password.file).")
 
     # ------------------------------------------------------------------ derived settings
 
@@ -381,7 +287,7 @@ class BridgeConfig(BaseModel):
         a Kubernetes Secret mounted as a file) is read here into `<secret>`, and Kafka Connect's
         `kafka.sasl.jaas.config` becomes librdkafka's SASL settings (`jaas.py`)."""
         config = {key: value.get_secret_value() for key, value in self.kafka.items()}
-        for name in [key for key in config if _is_secret_file(key)]:
+        for name in [key for key in config if is_secret_file(key)]:
             config[name.removesuffix(".file")] = _read_secret(f"kafka.{name}", Path(config.pop(name)))
         if "sasl.jaas.config" in config:  # Kafka Connect's form; settings given directly win
             try:
@@ -447,7 +353,7 @@ class BridgeConfig(BaseModel):
             key = info.alias or field_name
             if key == "kafka.*":
                 for name, secret in sorted(self.kafka.items()):
-                    shown = MASK if _is_kafka_secret(name) else secret.get_secret_value()
+                    shown = MASK if is_kafka_secret(name) else secret.get_secret_value()
                     yield f"kafka.{name}", shown, "", "Kafka client setting"
                 continue
             value = getattr(self, field_name)
@@ -460,31 +366,6 @@ def setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return "" if value is None else str(value)
-
-
-def _is_kafka_secret(name: str) -> bool:
-    # `<secret>.file` holds a path, shown as it is.
-    return not name.endswith(".file") and (name in _KAFKA_SECRETS or is_secret_key(name))
-
-
-def url_password(text: str) -> str | None:
-    """The password of a URL's user info (`http://user:password@host`), if it has one."""
-    if "://" not in text or "@" not in text:
-        return None
-    with contextlib.suppress(ValueError):
-        return urlsplit(text).password
-    return None
-
-
-def masked_url(text: str) -> str:
-    """`text` with the password of a URL's user info masked; any other text as it is."""
-    password = url_password(text)
-    return text if not password else text.replace(f":{password}@", f":{MASK}@", 1)
-
-
-def _is_secret_file(name: str) -> bool:
-    stem = name.removesuffix(".file")
-    return stem != name and _is_kafka_secret(stem)
 
 
 def _table(text: str) -> tuple[str, str]:

@@ -39,7 +39,7 @@ from bridge.scylla.errors import SchemaError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
 from bridge.settings.checks import check_tables_as_run_would
-from bridge.settings.model import url_password
+from bridge.settings.masking import url_password
 from bridge.worker.loop import Worker
 from bridge.worker.tuning import tune_for_streaming
 

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from bridge.settings import BridgeConfig
 from bridge.settings.chart_schema import CHART_MANAGED, chart_config_schema, setting_schema, update_chart_schema
-from bridge.settings.model import _KAFKA_SECRETS
+from bridge.settings.masking import KAFKA_SECRETS
 
 SCHEMA = Path(__file__).resolve().parents[2] / "helm" / "scylla-cdc-bridge" / "values.schema.json"
 REGENERATE = "run `.venv/bin/cdc-bridge config reference --update helm/scylla-cdc-bridge/values.schema.json`"
@@ -64,7 +64,7 @@ def test_secret_settings_are_refused_in_config() -> None:
     for name, info in BridgeConfig.model_fields.items():
         if (info.alias or name) != "kafka.*" and SecretStr in (info.annotation, *get_args(info.annotation)):
             assert properties[info.alias or name] is False, f"{info.alias}: a secret the chart would render"
-    for key in _KAFKA_SECRETS:
+    for key in KAFKA_SECRETS:
         assert properties.get(f"kafka.{key}") is False, f"kafka.{key}: a secret the chart would render in plain text"
 
 
