@@ -51,25 +51,55 @@ def keyed_list(values: Sequence[Any]) -> dict[Any, Any]:
     return {min_timeuuid(index): value for index, value in enumerate(values)}
 
 
-class _Part:
-    """The static or the regular columns of a result row: their values, write times and lists.
-    The write-time columns follow one another, so their newest is one `max` over a slice."""
+def newest(times: Sequence[int | None]) -> int | None:
+    """The newest of the write times that are there (None: no cell shows one)."""
+    try:
+        return max(times)  # type: ignore[type-var]  # every cell written: the common case, in C
+    except TypeError:  # a None among them
+        return max((t for t in times if t is not None), default=None)
 
-    def __init__(self, columns: list[Column], first: int, first_time: int) -> None:
-        self.names = tuple(c.name for c in columns)
-        self.values = slice(first, first + len(columns))
-        self.count_timed = sum(1 for c in columns if _shows_write_time(c))
-        self.times = slice(first_time, first_time + self.count_timed)
-        self.lists = tuple(c.name for c in columns if _is_list(c))
 
-    def read(self, row: Sequence[Any]) -> tuple[dict[str, Any], int | None, bool]:
-        values = dict(zip(self.names, row[self.values], strict=True))
-        has_list = False
-        for name in self.lists:
-            if values[name] is not None:
-                values[name], has_list = keyed_list(values[name]), True
-        times = [t for t in row[self.times] if t is not None]
-        return values, (max(times) if times else None), has_list
+def _decode_source(keys: list[Column], statics: list[Column], regulars: list[Column]) -> list[str]:
+    """`decode(row)` of a result row laid out as the query (`SnapshotDecoder`) selects it:
+    `token, keys.., statics.., regulars.., write times of statics.., of regulars..`. Straight-line
+    code per table, as the envelope's row builders (`bridge/envelope/row_code.py`): the loop over
+    columns with a dict per part and two merges cost three times as much per row. Names appear
+    as repr() literals only."""
+    index = iter(range(1, 1 + len(keys) + len(statics) + len(regulars)))
+    key_fields = [f"{c.name!r}: row[{next(index)}]" for c in keys]
+    static_fields = [f"{c.name!r}: row[{next(index)}]" for c in statics]
+    regular_fields = [f"{c.name!r}: row[{next(index)}]" for c in regulars]
+    partition_size = sum(1 for c in keys if c.kind is ColumnKind.PARTITION_KEY)
+    first_time = 1 + len(keys) + len(statics) + len(regulars)
+    static_times = sum(1 for c in statics if _shows_write_time(c))
+    regular_times = sum(1 for c in regulars if _shows_write_time(c))
+    clustering = [f"row[{1 + i}] is not None" for i in range(partition_size, len(keys))]
+    lines = ["def decode(row):"]
+
+    def part(name: str, columns: list[Column], fields: list[str], first: int, timed: int) -> None:
+        lines.append(f"    {name} = {{{', '.join(fields)}}}")
+        lists = [c.name for c in columns if _is_list(c)]
+        lines.append(f"    {name}_list = False")
+        for list_name in lists:
+            lines.extend([f"    if {name}[{list_name!r}] is not None:",
+                          f"        {name}[{list_name!r}], {name}_list = keyed_list({name}[{list_name!r}]), True"])
+        lines.append(f"    {name}_time = newest(row[{first}:{first + timed}])" if timed else f"    {name}_time = None")
+
+    part("regular", regulars, [*key_fields, *regular_fields], first_time + static_times, regular_times)
+    if clustering:
+        lines.append(f"    if not ({' or '.join(clustering)}):")
+        lines.append("        regular = None")
+    if statics:
+        cleared = [f"{c.name!r}: None" for c in keys[partition_size:]]
+        part("static", statics, [*key_fields[:partition_size], *cleared, *static_fields], first_time, static_times)
+        values = " or ".join(f"row[{1 + len(keys) + i}] is not None" for i in range(len(statics)))
+        lines += [f"    if not ({values}):", "        static = None"]
+    else:
+        lines += ["    static, static_time, static_list = None, None, False"]
+    partition = ", ".join(f"row[{1 + i}]" for i in range(partition_size))
+    lines.append(f"    return ScannedRow(int(row[0]), ({partition},), regular, static, regular_time, static_time, "
+                 "regular_list, static_list)")
+    return lines
 
 
 class SnapshotDecoder:
@@ -80,13 +110,6 @@ class SnapshotDecoder:
         keys = [*table.partition_key, *table.clustering_key]
         statics = [c for c in table.value_columns if c.kind is ColumnKind.STATIC]
         regulars = [c for c in table.value_columns if c.kind is ColumnKind.REGULAR]
-        self._pk = len(table.partition_key)
-        self._key_names = [c.name for c in keys]
-        self._ck = range(1 + self._pk, 1 + len(keys))
-        first = 1 + len(keys)
-        self._static = _Part(statics, first, first + len(statics) + len(regulars))
-        self._regular = _Part(regulars, first + len(statics),
-                              first + len(statics) + len(regulars) + self._static.count_timed)
         quoted = [quote_identifier(c.name) for c in (*keys, *statics, *regulars)]
         times = [f"WRITETIME({quote_identifier(c.name)})" for c in (*statics, *regulars) if _shows_write_time(c)]
         token = f"token({', '.join(quote_identifier(c.name) for c in table.partition_key)})"
@@ -94,21 +117,11 @@ class SnapshotDecoder:
                   f"{quote_identifier(table.keyspace)}.{quote_identifier(table.name)} WHERE {token} ")
         self.ranged_query = f"{select}> ? AND {token} <= ?"
         self.first_range_query = f"{select}<= ?"
-        self._has_statics = bool(statics)
-        self._clustered = bool(table.clustering_key)
-
-    def decode(self, row: Sequence[Any]) -> ScannedRow:
-        keys = dict(zip(self._key_names, row[1:1 + len(self._key_names)], strict=True))
-        static: dict[str, Any] | None = None
-        static_time, static_list = None, False
-        if self._has_statics:
-            values, static_time, static_list = self._static.read(row)
-            if any(v is not None for v in values.values()):
-                static = {**keys, **dict.fromkeys(self._key_names[self._pk:]), **values}
-        regular, row_time, row_list = self._regular.read(row)
-        clustered = not self._clustered or any(row[i] is not None for i in self._ck)
-        return ScannedRow(int(row[0]), tuple(row[1:1 + self._pk]), {**keys, **regular} if clustered else None,
-                          static, row_time, static_time, row_list, static_list)
+        namespace: dict[str, Any] = {"ScannedRow": ScannedRow, "keyed_list": keyed_list, "newest": newest}
+        source = "\n".join(_decode_source(keys, statics, regulars)) + "\n"
+        # our generator's text; column names only appear as repr() literals
+        exec(compile(source, f"<snapshot decoder of {table.qualified_name}>", "exec"), namespace)  # noqa: S102
+        self.decode: Callable[[Sequence[Any]], ScannedRow] = namespace["decode"]
 
 
 class SnapshotPages:

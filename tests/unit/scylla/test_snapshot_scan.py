@@ -184,3 +184,84 @@ def test_a_result_row_is_decoded_into_its_clustered_and_static_rows_in_the_logs_
     alone = decoder.decode((-7, 1, None, 30, None, None, 100, None))  # a partition with only its static row
     assert alone.row is None and alone.static is not None and alone.row_write_us is None
     assert list(keyed_list([9, 8, 7]).values()) == [9, 8, 7]
+
+
+def _reference_decode(keys: list[Any], statics: list[Any], regulars: list[Any], row: tuple[Any, ...]) -> ScannedRow:
+    """The decoding rule of a result row, column by column (what the generated decoder must do)."""
+    from bridge.scylla.snapshot_pages import keyed_list
+
+    values = dict(zip([c.name for c in (*keys, *statics, *regulars)], row[1:], strict=False))
+    times = iter(row[1 + len(keys) + len(statics) + len(regulars):])
+    partition = [c for c in keys if c.kind.name == "PARTITION_KEY"]
+
+    def part(columns: list[Any]) -> tuple[dict[str, Any], int | None, bool]:
+        own, stamps, has_list = {}, [], False
+        for column in columns:
+            value = values[column.name]
+            if column.type.is_multi_cell and column.type.kind == "list" and value is not None:
+                value, has_list = keyed_list(value), True
+            own[column.name] = value
+            if not column.type.is_multi_cell:
+                stamps.append(next(times))
+        present = [t for t in stamps if t is not None]
+        return own, (max(present) if present else None), has_list
+
+    static_values, static_time, static_list = part(statics)
+    regular_values, regular_time, regular_list = part(regulars)
+    key_values = {c.name: values[c.name] for c in keys}
+    clustered = len(keys) == len(partition) or any(values[c.name] is not None for c in keys[len(partition):])
+    static = None
+    if any(v is not None for v in static_values.values()):
+        static = {**key_values, **{c.name: None for c in keys[len(partition):]}, **static_values}
+    return ScannedRow(row[0], tuple(values[c.name] for c in partition),
+                      {**key_values, **regular_values} if clustered else None, static,
+                      regular_time, static_time, regular_list, static_list)
+
+
+def test_the_generated_decoder_decodes_every_table_shape_as_the_rule_column_by_column() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from bridge.scylla.schema import Column, ColumnKind, TableSchema, parse_cql_type
+    from bridge.scylla.snapshot_pages import SnapshotDecoder
+
+    types = st.sampled_from(["int", "text", "list<int>", "set<int>", "frozen<list<int>>", "map<int, int>"])
+
+    @st.composite
+    def table_and_rows(draw: Any) -> tuple[TableSchema, list[tuple[Any, ...]]]:
+        kinds = ([ColumnKind.PARTITION_KEY] * draw(st.integers(1, 2))
+                 + [ColumnKind.CLUSTERING] * draw(st.integers(0, 2)))
+        value_kinds = draw(st.lists(st.sampled_from([ColumnKind.STATIC, ColumnKind.REGULAR]), max_size=5))
+        if ColumnKind.CLUSTERING not in kinds:
+            value_kinds = [ColumnKind.REGULAR for _ in value_kinds]  # statics need a clustering key
+        columns = [Column(f"k{i}", parse_cql_type("int"), kind) for i, kind in enumerate(kinds)]
+        columns += [Column(f"c{i}", parse_cql_type(draw(types)), kind) for i, kind in enumerate(value_kinds)]
+        table = TableSchema("ks", "t", tuple(columns))
+        ordered = [*table.partition_key, *table.clustering_key,
+                   *[c for c in table.value_columns if c.kind is ColumnKind.STATIC],
+                   *[c for c in table.value_columns if c.kind is ColumnKind.REGULAR]]
+        timed = [c for c in ordered[len(kinds):] if not c.type.is_multi_cell]
+
+        def value(column: Column) -> Any:
+            if column.kind is ColumnKind.PARTITION_KEY:
+                return draw(st.integers(0, 9))
+            if "list" in str(column.type.kind) or column.type.kind in ("set", "map"):
+                return draw(st.none() | st.lists(st.integers(0, 3), min_size=1, max_size=3))
+            return draw(st.none() | st.integers(0, 9))
+
+        rows = [(draw(st.integers(-100, 100)), *[value(c) for c in ordered],
+                 *[draw(st.none() | st.integers(1, 10**6)) for _ in timed]) for _ in range(draw(st.integers(1, 4)))]
+        return table, rows
+
+    @settings(max_examples=300, deadline=None)
+    @given(table_and_rows())
+    def check(case: tuple[TableSchema, list[tuple[Any, ...]]]) -> None:
+        table, rows = case
+        keys = [*table.partition_key, *table.clustering_key]
+        statics = [c for c in table.value_columns if c.kind is ColumnKind.STATIC]
+        regulars = [c for c in table.value_columns if c.kind is ColumnKind.REGULAR]
+        decoder = SnapshotDecoder(table)
+        for row in rows:
+            assert decoder.decode(row) == _reference_decode(keys, statics, regulars, row)
+
+    check()
