@@ -88,6 +88,7 @@ def raw_paging(session: Any, keyspace: str, fetch_size: int) -> dict[str, Any]:
     statement = session.prepare(query)
     statement.fetch_size = fetch_size
     session.cluster.add_execution_profile("bench-raw-paging", ExecutionProfile(row_factory=tuple_factory))
+    machine = MachineCpu([])
     started, rows = time.monotonic(), 0
     result = session.execute(statement, execution_profile="bench-raw-paging")
     while True:
@@ -96,7 +97,8 @@ def raw_paging(session: Any, keyspace: str, fetch_size: int) -> dict[str, Any]:
             break
         result.fetch_next_page()
     seconds = time.monotonic() - started
-    return {"rows": rows, "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds)}
+    return {"rows": rows, "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
+            "cores_used": machine.cores_used()}
 
 
 def run_snapshot(args: argparse.Namespace, endpoints: Endpoints, emu: Emulator, rows: int) -> dict[str, Any]:
@@ -186,7 +188,8 @@ def main() -> int:
     ratio = None if not bridge["snapshot_rows_per_s"] else round(bridge["snapshot_rows_per_s"] / raw["rows_per_s"], 3)
     print(json.dumps({"bench": "snapshot", "keyspace": args.keyspace, "rows": raw["rows"],
                       "fill_rows_per_s": None if fill_rate is None else round(fill_rate),
-                      "raw_paging_rows_per_s": raw["rows_per_s"], **bridge, "ratio_to_raw_paging": ratio,
+                      "raw_paging_rows_per_s": raw["rows_per_s"], "raw_paging_cores_used": raw["cores_used"],
+                      **bridge, "ratio_to_raw_paging": ratio,
                       "fetch_size": args.fetch_size, "max_threads": args.max_threads}))
     return 0
 
