@@ -8,8 +8,6 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from bridge import __version__
-
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -27,6 +25,17 @@ _COMMANDS: dict[str, str] = {
 }
 
 
+class _Version(argparse.Action):
+    """`--version`, resolved only when asked: it imports the driver and the Kafka client."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from bridge.build_info import version_text
+
+        print(version_text())
+        parser.exit()
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or, when `argv` names one, of that command only: a worker
     process then does not import the emulator, the stack or Spark (0.27 CPU-s of its start-up)."""
@@ -34,7 +43,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="cdc-bridge",
         description="ScyllaDB CDC to Kafka (Debezium envelopes, exactly once) and on to Spark.",
     )
-    parser.add_argument("--version", action="version", version=f"cdc-bridge {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the hot path's libraries")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     named = next((a for a in argv or () if not a.startswith("-")), None)
     modules = [_COMMANDS[named]] if named in _COMMANDS else list(dict.fromkeys(_COMMANDS.values()))

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 from confluent_kafka.admin import AdminClient
 
+from bridge.build_info import hot_path
 from bridge.envelope.errors import PlanError, SerializationError
 from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
@@ -151,7 +152,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     _exit_after(config.shutdown_timeout_ms / 1000, stop)
-    log.info("worker running", name=config.name, tables=len(config.tables()), pid=os.getpid())
+    log.info("worker running", name=config.name, tables=len(config.tables()), pid=os.getpid(), **hot_path())
     return worker.run(stop)
 
 

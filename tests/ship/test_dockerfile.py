@@ -202,5 +202,6 @@ def test_install_recipe_builds_a_working_worker_venv(tmp_path: Path) -> None:
     version = subprocess.run([str(venv / "bin" / "cdc-bridge"), "--version"], capture_output=True, text=True,
                              timeout=60, check=False)
     assert version.returncode == 0 and version.stdout.startswith("cdc-bridge "), version.stderr
+    assert "driver_row_parser: compiled (Cython)" in version.stdout, version.stdout  # the image pages at full speed
     assert not (venv / "bin" / "pyspark").exists()
     assert not list((venv / "lib").glob("python3*/site-packages/setuptools")), "the build tool stays behind"

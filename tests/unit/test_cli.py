@@ -34,3 +34,13 @@ def test_the_worker_command_does_not_import_the_emulator_stack_or_spark() -> Non
             "'bridge.cli.demo', 'bridge.cli.sim', 'bridge.cli.stack'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_version_names_the_hot_paths_libraries_and_whether_the_drivers_row_parser_is_compiled() -> None:
+    from cassandra import cython_deps
+
+    out = subprocess.run([sys.executable, "-m", "bridge.cli", "--version"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("cdc-bridge ") and "bridge_code: pure Python" in out
+    parser = "compiled (Cython)" if cython_deps.HAVE_CYTHON else "pure Python (slow)"
+    assert f"driver_row_parser: {parser}" in out and "librdkafka: " in out
