@@ -4,9 +4,10 @@ The main thread runs everything but Cassandra and Kafka I/O (the reader's and li
 threads): it turns the slot consumer's callbacks, follows the offsets topic, takes the reader's
 events, hands each record to the encoder and its Kafka records to the transaction cycle, and
 commits when the cycle says so. An aborted transaction is re-read from the last committed
-positions. The parts: `ownership.py` (which groups run here), `encoding.py` (record -> Kafka
-records), `transaction_cycle.py` (produce and commit), `recovery.py` (fencing). docs/worker.md has
-the design and the failure cases; docs/architecture.md follows one log row through these files.
+positions. The parts: `ownership.py` (which groups run here), `staging.py` (a read record into
+the open transaction, through `encoding.py`), `snapshot_signals.py` (snapshot signals),
+`transaction_cycle.py` (produce and commit), `recovery.py` (fencing). docs/worker.md has the
+design and the failure cases; docs/architecture.md follows one log row through these files.
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
-from bridge.kafka.signals import EXECUTE, Signal, SignalError, SignalFollower
 from bridge.kafka.slots import SlotMembership
 from bridge.kafka.status_topic import StatusWriter
 from bridge.observability.telemetry import WorkerTelemetry
@@ -43,13 +42,12 @@ from bridge.scylla.positions import Position
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
-from bridge.worker.dead_letters import dead_letter
-from bridge.worker.encoding import GroupFailure, RecordEncoder, SerializedRecord
-from bridge.worker.missing_images import MissingImages
+from bridge.worker.encoding import RecordEncoder
 from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
-from bridge.worker.signal_book import SignalBook
+from bridge.worker.snapshot_signals import SnapshotSignals
 from bridge.worker.snapshots import SnapshotReporter
+from bridge.worker.staging import RecordStager
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 from bridge.worker.tuning import Pace
 
@@ -84,11 +82,9 @@ class Worker:
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._pace = Pace()
         self._snapshots = SnapshotReporter(telemetry.metrics, config.name, config.notifications_topic)
-        self._missing_images = MissingImages(telemetry.metrics)
-        self._signal_book = SignalBook()
-        self._awaiting: dict[GroupId, int] = {}  # snapshot signals sent to the reader, not begun yet
-        self._signals = (None if config.signals_topic is None
-                         else SignalFollower(kafka_config, config.signals_topic, config.topic_prefix))
+        self._staging = RecordStager(config, self._encoder, self._cycle, telemetry, self._snapshots,
+                                     fail_group=self._fail_group, transaction_failed=self._transaction_failed)
+        self._signals = SnapshotSignals(config, kafka_config, telemetry, self._book, self._cycle)
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -105,8 +101,7 @@ class Worker:
         self._offsets.catch_up(timeout_s=60)
         self._offsets.refuse_corrupt()  # a group whose position is unreadable has no right start
         self._cycle.start()
-        if self._signals is not None:
-            self._take_signals(self._signals.catch_up(timeout_s=30))
+        self._signals.catch_up()
         self._reader = SourceReader(self._session, self.config.reader_settings(), clock=self._clock,
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
@@ -144,8 +139,7 @@ class Worker:
                 self._publish_status()
             if self._offsets.poll():
                 self._changed = True
-            if self._signals is not None:
-                self._take_signals(self._signals.poll())
+            self._signals.poll(self._reader)
             self._stale_batch = False
             events = self._reader.poll(timeout_s=0.02)
             self._pace.follow(len(events))
@@ -177,8 +171,7 @@ class Worker:
         self._cycle.close()
         self._offsets.close()
         self._status.close()
-        if self._signals is not None:
-            self._signals.close()
+        self._signals.close()
         fatal = self._fatal or self._keeper.fatal
         if fatal is not None:
             log.error("worker failed", error=fatal)
@@ -277,9 +270,9 @@ class Worker:
                 ended = [committed[p].window_start_us for p in self._book.groups[group].predecessors
                          if p in committed]
                 position = Position.at(max([self._book.groups[group].start_us, *ended]))
-            position = self._start_signals(group, position, saved, committed)
+            position = self._signals.starting(group, position, saved, committed)
             self._reader.start_group(group, position, saved=saved)
-            self._act_on_signal(group)
+            self._signals.act(group, self._reader)
             log.info("group started", keyspace=group.keyspace, table=group.table, group=str(group),
                      position=None if position is None else position.to_offsets_value(),
                      retry=group in retrying)
@@ -295,70 +288,18 @@ class Worker:
         for group in groups:
             self._reader.stop_group(group)
 
-    # ------------------------------------------------------------------ signals
-
-    def _take_signals(self, signals: list[Signal | SignalError]) -> None:
-        served = set(self.config.tables())
-        for signal in signals:
-            if isinstance(signal, SignalError):
-                self._telemetry.metrics.signals_total.labels("refused").inc()
-                log.error("signal refused", error=str(signal))
-                continue
-            unknown = [f"{ks}.{t}" for ks, t in signal.tables if (ks, t) not in served]
-            if unknown:
-                self._telemetry.metrics.signals_total.labels("refused").inc()
-                log.error("signal refused: tables not served", signal=signal.id, type=signal.type, tables=unknown)
-                continue
-            self._telemetry.metrics.signals_total.labels("applied").inc()
-            log.info("signal", signal=signal.id, type=signal.type, offset=signal.offset,
-                     tables=[f"{ks}.{t}" for ks, t in signal.tables] or "all")
-            self._signal_book.seen(signal)
-            for group in sorted(self._book.active, key=str):
-                self._act_on_signal(group)
-
-    def _start_signals(self, group: GroupId, position: Position | None, saved: bool,
-                       committed: dict[GroupId, Position]) -> Position | None:
-        """The group's signal mark, and its position without an incremental snapshot that a
-        later stop-snapshot signal ended."""
-        self._awaiting.pop(group, None)
-        mark = self._signal_book.starting(self._book.groups[group], position, saved, committed)
-        if mark is None:
-            self._cycle.signal_marks.pop(group, None)
-        else:
-            self._cycle.signal_marks[group] = mark
-        snapshot = None if position is None else position.snapshot
-        if (position is not None and snapshot is not None and snapshot.kind == "incremental"
-                and self._signal_book.stopped((group.keyspace, group.table))):
-            return replace(position, snapshot=None)
-        return position
-
-    def _act_on_signal(self, group: GroupId) -> None:
-        """An active group acts on the newest signal for its table it has not taken in yet. A
-        stop is committed with the group's next position; an execute once the snapshot has begun
-        (a position that carries its progress), so a crash between the two loses neither."""
-        assert self._reader is not None
-        signal = self._signal_book.take(group)
-        if signal is None:
-            return
-        if signal.type == EXECUTE:
-            self._reader.snapshot_group(group)
-            self._awaiting[group] = signal.offset
-        else:
-            self._reader.stop_snapshot(group)
-            self._awaiting.pop(group, None)
-            self._cycle.signal_marks[group] = signal.offset
+    # ------------------------------------------------------------------ events
 
     def _handle(self, event: SourceEvent) -> None:
         if self._stale_batch and isinstance(event, RecordRead | SnapshotRead | GroupProgress | GroupFinished):
             return  # polled before a restart from the last commit: the restarted readings bring it again
-        if self._awaiting and isinstance(event, RecordRead | SnapshotRead | GroupProgress):
-            self._snapshot_begun(event.group, event.position)
+        self._signals.check_begun(event)
         if isinstance(event, RecordRead):
             if event.group in self._book.active:
-                self._produce(event)
+                self._staging.change(event)
         elif isinstance(event, SnapshotRead):
             if event.group in self._book.active:
-                self._produce_snapshot(event)
+                self._staging.snapshot_chunk(event)
         elif isinstance(event, GroupProgress):
             if event.group in self._book.active:
                 self._snapshots.ended([event.group])
@@ -424,69 +365,6 @@ class Worker:
         member_id = self._membership.member_id() if self._membership is not None else None
         if member_id:
             self._status.publish(member_id, self._failures())
-
-    def _produce(self, event: RecordRead) -> None:
-        record = event.record
-        try:
-            translation, records = self._encoder.encode(record)
-        except GroupFailure as failure:
-            if failure.record_error and self.config.failure_handling_mode != "fail":
-                self._pass_failed(event, str(failure))
-            else:
-                self._telemetry.change_failed(record.keyspace, record.table, "failed")
-                self._fail_group(event.group, str(failure))
-            return
-        try:
-            self._cycle.stage(records, event.group, event.position)
-        except TransactionAbortedError as error:
-            self._transaction_failed(error)
-            return
-        self._telemetry.rows_read(record.keyspace, record.table, len(record.rows))
-        self._telemetry.translated(record.keyspace, record.table, translation)
-        if translation.missing_images:  # only the advanced format has any
-            self._missing_images.note(record.keyspace, record.table, str(event.group), translation.missing_images)
-
-    def _snapshot_begun(self, group: GroupId, position: Position) -> None:
-        if group in self._awaiting and position.snapshot is not None and position.snapshot.kind == "incremental":
-            self._cycle.signal_marks[group] = self._awaiting.pop(group)
-
-    def _produce_snapshot(self, event: SnapshotRead) -> None:
-        """A snapshot chunk's `r` records, its notifications and its progress, in the open
-        transaction together."""
-        group = event.group
-        records: list[SerializedRecord] = []
-        if event.rows:
-            try:
-                translation, records = self._encoder.encode_snapshot(group.keyspace, group.table, event.rows,
-                                                                     event.kind)
-            except GroupFailure as failure:
-                self._telemetry.change_failed(group.keyspace, group.table, "failed")
-                self._fail_group(group, str(failure))
-                return
-            self._telemetry.translated(group.keyspace, group.table, translation)
-        records += self._snapshots.chunk(event)
-        if not records:
-            self._cycle.advance(group, event.position)
-            return
-        try:
-            self._cycle.stage(records, group, event.position)
-        except TransactionAbortedError as error:
-            self._transaction_failed(error)
-
-    def _pass_failed(self, event: RecordRead, reason: str) -> None:
-        """warn / skip: go on past a change that cannot be carried, leaving a trace of it."""
-        record = event.record
-        say = log.warning if self.config.failure_handling_mode == "warn" else log.info
-        say("change passed: it cannot be carried", keyspace=record.keyspace, table=record.table,
-            group=str(event.group), position=event.position.to_offsets_value(), error=reason,
-            dead_letter_topic=self.config.dead_letter_topic)
-        self._telemetry.change_failed(record.keyspace, record.table, "passed")
-        letters = ([] if self.config.dead_letter_topic is None
-                   else [dead_letter(self.config.dead_letter_topic, record, event.position, reason)])
-        try:
-            self._cycle.stage(letters, event.group, event.position)
-        except TransactionAbortedError as error:
-            self._transaction_failed(error)
 
     # ------------------------------------------------------------------ transactions
 
