@@ -84,20 +84,18 @@ def kafka_command(body: Callable[[argparse.Namespace, BridgeConfig], int],
     return run
 
 
-def read_offsets(config: BridgeConfig) -> tuple[dict[GroupId, Position], list[CorruptRecord]]:
-    """The committed positions and the unreadable records of this connector still in force."""
+def read_offsets(config: BridgeConfig, settled: bool = False) -> tuple[dict[GroupId, Position], list[CorruptRecord]]:
+    """The committed positions and the unreadable records of this connector still in force.
+    `settled`: also wait for open transactions to end (one may still commit offsets), as a
+    command that writes them must; a report reads what is committed now."""
     topic = OffsetsTopic(config.kafka_client_config(), config.offsets_topic, config.name)
     try:
         topic.start(TIMEOUT_S)
-        topic.catch_up(TIMEOUT_S)
+        topic.catch_up(TIMEOUT_S, committed_only=not settled)
         corrupt = topic.corrupt_records()
         return {g: p for g, p in topic.positions.items() if g not in topic.corrupt}, corrupt
     finally:
         topic.close()
-
-
-def _positions(config: BridgeConfig) -> dict[GroupId, Position]:
-    return read_offsets(config)[0]
 
 
 def _members(config: BridgeConfig) -> dict[int, str]:
@@ -223,7 +221,7 @@ def _reset(args: argparse.Namespace, config: BridgeConfig) -> int:
         return 2
     from confluent_kafka import Producer
 
-    positions, corrupt = read_offsets(config)
+    positions, corrupt = read_offsets(config, settled=True)
     # (key, partition): an unreadable record is tombstoned in its own partition, wherever the tool
     # that wrote it put it; positions go where the workers write them (murmur2, as Connect).
     targets: list[tuple[bytes, int | None]]

@@ -122,10 +122,15 @@ class OffsetsTopic:
             self._apply(message)
         return len(messages)
 
-    def catch_up(self, timeout_s: float) -> None:
-        """Read up to the end every partition had when called (waiting for open transactions)."""
+    def catch_up(self, timeout_s: float, committed_only: bool = False) -> None:
+        """Read up to the end every partition had when called, waiting for open transactions: a
+        worker must, since an open transaction of the slot's previous owner may still commit.
+        `committed_only`: up to what is committed now (the last stable offset), for a report
+        (`cdc-bridge status`, `offsets show`, `snapshot status`): a worker SIGKILLed a moment ago
+        leaves its transaction open until its successor fences it or the broker aborts it, 10-20 s
+        later, and a report need not wait for that."""
         deadline = time.monotonic() + timeout_s
-        ends = {p: self._end_of(p, deadline) for p in self._partitions}
+        ends = {p: self._end_of(p, deadline, committed_only) for p in self._partitions}
         while True:
             for message in self._consumer.consume(10_000, timeout=0.1):
                 self._apply(message)
@@ -138,12 +143,14 @@ class OffsetsTopic:
                     f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
                 )
 
-    def _end_of(self, partition: int, deadline: float) -> tuple[int, int]:
-        """The (low, high) watermarks, open transactions included; retried while a new topic's
-        leader is being elected."""
+    def _end_of(self, partition: int, deadline: float, committed_only: bool) -> tuple[int, int]:
+        """The (low, high) watermarks, open transactions included (or, `committed_only`, high is
+        the last stable offset: the read_committed consumer asks for that); retried while a new
+        topic's leader is being elected."""
+        asking = self._consumer if committed_only else self._watermarks
         while True:
             try:
-                low, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+                low, high = asking.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
                 return int(low), int(high)
             except KafkaException as error:
                 if time.monotonic() > deadline or (not error.args[0].retriable() and not _electing(error)):

@@ -1,5 +1,6 @@
 """The offsets topic follower's hand-over barrier against a real broker: catching up waits for a
-transaction that holds offsets records, and then shows its outcome."""
+transaction that holds offsets records, and then shows its outcome; a report's catch-up
+(`committed_only`) reads what is committed and does not wait."""
 
 from __future__ import annotations
 
@@ -60,3 +61,27 @@ def test_catch_up_returns_at_once_when_nothing_is_open(
     follower.catch_up(30)
     assert time.monotonic() - started < 5 and follower.positions == {}
     follower.close()
+
+
+def test_a_reports_catch_up_reads_what_is_committed_without_waiting_for_an_open_transaction(
+    kafka_bootstrap: str, make_topic: Callable[..., str], topic_name: str,
+) -> None:
+    topic = make_topic(topic_name, partitions=3, config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"t-{uuid.uuid4().hex}",
+                         "partitioner": "murmur2_random"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, encode_value(FIRST), encode_key("conn", GROUP))
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, encode_value(SECOND), encode_key("conn", GROUP))
+    assert producer.flush(30) == 0  # left open, as by a worker SIGKILLed mid-transaction
+    follower = OffsetsTopic({"bootstrap.servers": kafka_bootstrap}, topic, "conn")
+    try:
+        follower.start()
+        started = time.monotonic()
+        follower.catch_up(30, committed_only=True)
+        assert time.monotonic() - started < 5 and follower.positions == {GROUP: FIRST}
+    finally:
+        follower.close()
+        producer.abort_transaction(30)
