@@ -21,17 +21,13 @@ from bridge.scylla.tls import PROVIDERS
 from bridge.settings.masking import url_password
 
 
-def _consistency(value: str) -> str:
-    if value.upper() not in CONSISTENCY_LEVELS:
-        raise ValueError(f"must be one of {', '.join(sorted(CONSISTENCY_LEVELS))}")
-    return value.upper()
-
-
-def _lower_one_of(*allowed: str) -> AfterValidator:
+def _one_of(*allowed: str, upper: bool = False) -> AfterValidator:
+    """One of `allowed`, in any case; kept in the case `allowed` is written in."""
     def check(value: str) -> str:
-        if value.lower() not in allowed:
+        normal = value.upper() if upper else value.lower()
+        if normal not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
-        return value.lower()
+        return normal
     return AfterValidator(check)
 
 
@@ -61,12 +57,6 @@ def _processes(value: object) -> str:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{'' if value is None else str(value).strip()!r}: must be a positive integer or auto")
     return str(int(text))
-
-
-def _provider(value: str) -> str:
-    if value.upper() not in PROVIDERS:
-        raise ValueError(f"must be one of {', '.join(sorted(PROVIDERS))}")
-    return value.upper()
 
 
 def _converter(value: str) -> str:
@@ -116,13 +106,13 @@ def _bootstrap(value: dict[str, SecretStr]) -> dict[str, SecretStr]:
     return value
 
 
-ConsistencyLevelText = Annotated[str, AfterValidator(_consistency)]  # upper case
-FailureModeText = Annotated[str, _lower_one_of("fail", "warn", "skip")]
-ExpiredModeText = Annotated[str, _lower_one_of("fail", "resume")]
+ConsistencyLevelText = Annotated[str, _one_of(*sorted(CONSISTENCY_LEVELS), upper=True)]
+FailureModeText = Annotated[str, _one_of("fail", "warn", "skip")]
+ExpiredModeText = Annotated[str, _one_of("fail", "resume")]
 SnapshotModeText = Annotated[str, AfterValidator(_snapshot_mode)]  # `never` as `no_data`
 ChannelsText = Annotated[str, AfterValidator(_channels)]  # sorted, `sink` as `kafka`
 ProcessesText = Annotated[str, BeforeValidator(_processes)]
-TlsProviderText = Annotated[str, AfterValidator(_provider)]
+TlsProviderText = Annotated[str, _one_of(*sorted(PROVIDERS), upper=True)]
 ConverterText = Annotated[str, AfterValidator(_converter)]  # json or avro
 NameAdjustmentText = Annotated[str, AfterValidator(_adjustment)]
 KeyAuthSourceText = Annotated[str, _auth_source("key")]
