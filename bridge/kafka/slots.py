@@ -10,6 +10,13 @@ The callbacks run inside `poll()`, on the worker's main thread: on revoke the wo
 slots' groups and commits before returning (the cooperative protocol hands a slot on only after
 that); on lost it abandons them without committing.
 
+A member that lost its slots (its session expired, e.g. while a broker restarted) normally joins
+again within seconds. librdkafka can leave such a consumer outside its group until it is made
+anew (confluentinc/librdkafka#3396, #5153; seen here once after a one-broker restart: no
+assignment for 90 s while the broker answered). So a member still without an assignment
+`REJOIN_BOUND_S` after losing its slots, or after subscribing, is replaced by a new consumer, as
+long as the broker answers (with Kafka away, waiting is right).
+
 The map is only right while the topic has exactly `slots.count` partitions: start-up refuses a
 mismatch (`topics.py`), and a running member checks again at every assignment and every
 `CHECK_INTERVAL_S`; a change sets `fatal` (the worker aborts its open transaction and stops, and
@@ -20,6 +27,7 @@ longer than that interval.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -37,6 +45,9 @@ log = structlog.get_logger(__name__)
 SlotsCallback = Callable[[set[int]], None]
 CHECK_INTERVAL_S = 5.0
 _CHECK_TIMEOUT_S = 0.5  # on the main loop: a slow answer skips one check rather than stalling the loop
+# A healthy rejoin takes a session timeout (10 s) plus the other members' revocations (a commit,
+# under 30 s): past this the member is presumed stuck.
+REJOIN_BOUND_S = 45.0
 
 
 def slot_of(name: str, group: GroupId, slots: int) -> int:
@@ -56,6 +67,7 @@ class SlotMembership:
         on_lost: SlotsCallback,
         slots: int | None = None,
         name: str = "",
+        rejoin_bound_s: float = REJOIN_BOUND_S,
     ) -> None:
         config: dict[str, Any] = {
             "session.timeout.ms": 10_000,  # a dead worker's slots move after this
@@ -76,15 +88,39 @@ class SlotMembership:
         self._bootstrap = client_config.get("bootstrap.servers", "?")
         self._next_check = time.monotonic() + CHECK_INTERVAL_S
         self._callbacks = (on_assigned, on_revoked, on_lost)
-        self._consumer = Consumer(config)
-        self._consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
+        self._config = config
+        self._rejoin_bound_s = rejoin_bound_s
+        self._unassigned_since: float | None = time.monotonic()
+        self._consumer = self._subscribe()
+
+    def _subscribe(self) -> Any:
+        consumer = Consumer(self._config)
+        consumer.subscribe([self.topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
+        return consumer
 
     def poll(self) -> None:
         """Heartbeats and rebalance callbacks; the slots topic holds no records."""
         self._consumer.poll(0)
+        if self._unassigned_since is not None and time.monotonic() - self._unassigned_since >= self._rejoin_bound_s:
+            self._rejoin()
         if self._slots is not None and self.fatal is None and time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + CHECK_INTERVAL_S
             self._check_partitions(_CHECK_TIMEOUT_S)
+
+    def _rejoin(self) -> None:
+        """Replace a member that has gone `rejoin_bound_s` without an assignment, unless Kafka is
+        out of reach. The old consumer is closed on a daemon thread (its close may block on the
+        very state that stuck it); its callbacks are ignored from now on."""
+        waited = time.monotonic() - (self._unassigned_since or 0.0)
+        self._unassigned_since = time.monotonic()
+        try:
+            self._consumer.list_topics(self.topic, timeout=_CHECK_TIMEOUT_S)
+        except KafkaException:
+            return
+        log.warning("slot group not joined; starting a new member", waited_s=round(waited, 1),
+                    member=self.member_id())
+        stuck, self._consumer = self._consumer, self._subscribe()
+        threading.Thread(target=_close_quietly, args=(stuck,), name="slot-member-close", daemon=True).start()
 
     def _check_partitions(self, timeout_s: float) -> None:
         """Compare the topic's partition count with `slots`; an unanswered request is no news."""
@@ -104,6 +140,9 @@ class SlotMembership:
                   partitions=partitions, slots_count=self._slots)
 
     def _assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return  # a replaced member closing
+        self._unassigned_since = None
         slots = {tp.partition for tp in partitions}
         if self._slots is not None and slots and max(slots) >= self._slots:
             self._check_partitions(5.0)
@@ -113,11 +152,16 @@ class SlotMembership:
             self._callbacks[0](slots)
 
     def _revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return
         slots = {tp.partition for tp in partitions}
         self._callbacks[1](slots)
         self.owned -= slots
 
     def _lose(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return
+        self._unassigned_since = time.monotonic()
         slots = {tp.partition for tp in partitions}
         self.owned -= slots
         self._callbacks[2](slots)
@@ -134,5 +178,9 @@ class SlotMembership:
         return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:
-        with contextlib.suppress(KafkaException):
-            self._consumer.close()  # revokes (callback) and leaves the group
+        _close_quietly(self._consumer)  # revokes (callback) and leaves the group
+
+
+def _close_quietly(consumer: Any) -> None:
+    with contextlib.suppress(KafkaException, RuntimeError):
+        consumer.close()

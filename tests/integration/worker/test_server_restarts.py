@@ -68,7 +68,8 @@ def test_worker_recovers_from_kafka_and_cassandra_restarts(
             wait_for(lambda: http_get(port, "/readyz")[0] == 200, 90, "the worker to be ready again")
         except AssertionError as error:  # say why: the probe's reason and the worker's last lines
             tail = worker.log_path.read_text(errors="replace").splitlines()[-15:]
-            raise AssertionError(f"{error}; /readyz: {http_get(port, '/readyz')[1]!r}; log tail:\n"
+            raise AssertionError(f"{error}; /readyz: {http_get(port, '/readyz')[1]!r}; "
+                                 f"/healthz: {http_get(port, '/healthz')[1]!r}; log tail:\n"
                                  + "\n".join(tail)) from None
     time.sleep(3)
     private_stack.down(only=["cassandra"])
