@@ -18,6 +18,16 @@ from string import Template
 from bridge.stack.process import PidFile, StackError, log_tail, pid_alive, run_checked, spawn, terminate
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in unpadded base64url, as Kafka's `Uuid.randomUuid`
+    makes it, never starting with '-' (the storage tool would read such an id as an option and
+    fail: 1 format in 64; seen in CI)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @dataclass(frozen=True)
 class ClusterPorts:
     """Ports from `base`: node n (1-based) has base+10n (brokers), +1 (controller), +2+i (client
@@ -146,7 +156,7 @@ class KafkaCluster:
         id_file = self.home / "cluster.id"
         self.home.mkdir(parents=True, exist_ok=True)
         if not id_file.exists():
-            id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
+            id_file.write_text(new_cluster_id())
         cluster_id = id_file.read_text().strip()
         voters = ",".join(f"{n}@127.0.0.1:{self.ports.controller(n)}" for n in self.nodes)
         for node in self.nodes:

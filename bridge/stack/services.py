@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import shutil
 import tarfile
 import urllib.error
 import urllib.request
-import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 from string import Template
 
+from bridge.stack.kafka_cluster import new_cluster_id
 from bridge.stack.layout import Endpoints, StackLayout
 from bridge.stack.process import StackError, port_open, run_checked
 from bridge.stack.secure import SecureMaterial
@@ -136,7 +135,7 @@ class Kafka(Service):
                 config.write(self.secure.kafka_properties(self.endpoints))
         if (data / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = new_cluster_id()
         command = ["java", "-Xmx256m", "-cp", f"{self.home / 'lib'}/*", "kafka.tools.StorageTool",
                    "format", "--standalone", "-t", cluster_id, "-c", str(self._config)]
         users = self.secure.kafka_format_arguments() if self.secure is not None else []
