@@ -1,15 +1,21 @@
 """The status topic (Kafka Connect's `status.storage.topic`, compacted): each worker keeps one
 record there, keyed by the worker, that lists its failed groups with their reasons and names its
 member id in the slot group. `cdc-bridge status` believes only the records of current members, so
-a worker that died does not leave its failures behind, and one that stops removes its record."""
+a worker that died does not leave its failures behind, and one that stops removes its record.
+
+The record also says what the worker has applied of the control topic's target state (`state`:
+RUNNING, PAUSED or STOPPED), its instance id, the slots it owns and, per failed group, the slot,
+error, attempts and next retry (what a Connect task's `trace` shows). It is sent again every
+`HEARTBEAT_S` even when nothing changed, so a STOPPED worker (outside the slot group) is known to
+be alive by its record's age. Records written before these fields existed still read (defaults)."""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -18,27 +24,54 @@ from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
 from bridge.scylla.groups import GroupId
 
+HEARTBEAT_S = 10.0
+APPLIED_STATES = ("RUNNING", "PAUSED", "STOPPED")
+
+
+@dataclass(frozen=True)
+class GroupFailure:
+    """One failed group as a worker reports it; `next_retry_ms` (epoch ms) None when its retries
+    have run out."""
+
+    slot: int | None
+    error: str
+    attempts: int
+    next_retry_ms: int | None
+
 
 @dataclass(frozen=True)
 class WorkerStatus:
     worker: str
     member_id: str
     failed: dict[str, str]  # group -> reason
+    state: str = "RUNNING"  # the target state applied: RUNNING, PAUSED or STOPPED
+    instance: str | None = None
+    slots: tuple[int, ...] = ()
+    failures: dict[str, GroupFailure] = field(default_factory=dict)  # group -> details
+    at_ms: int = 0
 
 
 class StatusWriter:
     def __init__(self, client_config: dict[str, str], topic: str, worker: str) -> None:
         self.topic, self.worker = topic, worker
         self._producer = Producer({**with_logger(client_config), "enable.idempotence": True, "linger.ms": 0})
-        self._last: tuple[str, dict[str, str]] | None = None
+        self._last: dict[str, Any] | None = None
+        self._sent_at = 0.0
 
-    def publish(self, member_id: str, failed: Mapping[GroupId, str]) -> None:
-        """This worker's failed groups now (sent only when they or the member id changed)."""
-        state = (member_id, {str(group): reason for group, reason in failed.items()})
-        if state == self._last:
+    def publish(self, member_id: str, failed: Mapping[GroupId, str], *, state: str = "RUNNING",
+                instance: str | None = None, slots: Iterable[int] = (),
+                failures: Mapping[GroupId, GroupFailure] | None = None) -> None:
+        """This worker's failed groups and applied state now (sent when they or the member id
+        changed, and every HEARTBEAT_S)."""
+        record: dict[str, Any] = {
+            "worker": self.worker, "member_id": member_id,
+            "failed": {str(group): reason for group, reason in failed.items()},
+            "state": state, "instance": instance, "slots": sorted(slots),
+            "failures": {str(group): asdict(failure) for group, failure in (failures or {}).items()}}
+        if record == self._last and time.monotonic() - self._sent_at < HEARTBEAT_S:
             return
-        self._last = state
-        value = {"worker": self.worker, "member_id": member_id, "failed": state[1], "at_ms": int(time.time() * 1000)}
+        self._last, self._sent_at = record, time.monotonic()
+        value = {**record, "at_ms": int(time.time() * 1000)}
         self._producer.produce(self.topic, json.dumps(value).encode(), self.worker.encode())
         self._producer.poll(0)
 
@@ -81,10 +114,24 @@ def _latest(consumer: Any, topic: str, timeout_s: float) -> dict[bytes, WorkerSt
                 latest.pop(key, None)
                 continue
             try:
-                record = json.loads(value)
-                latest[key] = WorkerStatus(str(record["worker"]), str(record["member_id"]), dict(record["failed"]))
-            except (ValueError, KeyError, TypeError):
+                latest[key] = parse_status(json.loads(value))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # not ours: the status topic is for reading, never for stopping
     if remaining:
         raise KafkaUnavailableError(f"status topic {topic} not read to its end in {timeout_s:.0f} s")
     return latest
+
+
+def parse_status(record: dict[str, Any]) -> WorkerStatus:
+    """One status record's value; fields added since the first records have defaults."""
+    failures = {str(group): GroupFailure(None if f.get("slot") is None else int(f["slot"]), str(f["error"]),
+                                         int(f["attempts"]),
+                                         None if f.get("next_retry_ms") is None else int(f["next_retry_ms"]))
+                for group, f in dict(record.get("failures") or {}).items()}
+    state = str(record.get("state") or "RUNNING")
+    if state not in APPLIED_STATES:
+        raise ValueError(f"state {state!r}")
+    instance = record.get("instance")
+    return WorkerStatus(str(record["worker"]), str(record["member_id"]), dict(record["failed"]), state,
+                        None if instance is None else str(instance), tuple(int(s) for s in record.get("slots") or ()),
+                        failures, int(record.get("at_ms") or 0))

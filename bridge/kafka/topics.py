@@ -123,6 +123,12 @@ def status_topic(name: str) -> NewTopic:
     return NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
 
 
+def control_topic(name: str) -> NewTopic:
+    """Kafka Connect's config topic: one partition (every worker reads every record in order),
+    compacted (the last target state and restart request per key are what counts)."""
+    return NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+
+
 def signals_topic(name: str) -> NewTopic:
     """One partition: every worker reads every signal, in order."""
     return NewTopic(name, num_partitions=1, replication_factor=-1)

@@ -22,12 +22,14 @@ from bridge.scylla.settings import CONSISTENCY_LEVELS
 from bridge.settings.model import BridgeConfig
 from bridge.settings.output_format import FORMATS, INCLUDE_MODES
 
-# Set by the chart from workload, metrics.port, scylla.auth and kafka.sasl/tls values.
+# Set by the chart from workload, metrics.port, rest, scylla.auth and kafka.sasl/tls values.
 CHART_MANAGED = frozenset({
     "worker.instance.id", "metrics.port", "scylla.user", "scylla.password", "scylla.password.file",
     "kafka.security.protocol", "kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
     "kafka.sasl.password.file", "kafka.ssl.ca.location", "kafka.ssl.certificate.location",
     "kafka.ssl.key.location", "kafka.ssl.key.password",
+    "listeners", "listeners.https.ssl.keystore.location", "listeners.https.ssl.truststore.location",
+    "listeners.https.ssl.client.auth", "rest.auth.credentials.file",
 })
 # Secrets librdkafka takes inline, for which the chart has no file: refused outright.
 CHART_REFUSED = frozenset({"kafka.ssl.keystore.password", "kafka.ssl.key.pem", "kafka.sasl.oauthbearer.client.secret",

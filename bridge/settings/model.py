@@ -42,6 +42,7 @@ from bridge.settings.field_types import (
 from bridge.settings.jaas import librdkafka_settings
 from bridge.settings.masking import MASK, is_kafka_secret, is_secret_file, masked_url
 from bridge.settings.output_format import IncludeModeText, OutputFormatText, PayloadKeyNameText, PlacementText
+from bridge.settings.rest_listeners import ClientAuthText, ListenersText
 
 Millis = Annotated[int, Field(ge=0)]
 
@@ -203,6 +204,10 @@ class BridgeConfig(BaseModel):
     status_storage_topic: str | None = _setting("status.storage.topic", None, "Compacted topic where each worker "
                                                 "lists its failed groups (for cdc-bridge status); default "
                                                 "<name>-status.")
+    config_storage_topic: str | None = _setting("config.storage.topic", None, "Compacted control topic (one "
+                                                "partition) holding the connector's target state (STARTED, PAUSED, "
+                                                "STOPPED) and restart requests, followed by every worker; default "
+                                                "<name>-config.")
     slots_topic: str | None = _setting("slots.topic", None, "Topic whose partitions are the slots; default "
                                        "<name>-slots.")
     slots_count: int = _setting("slots.count", 64, "Slots (partitions of the slots topic) groups map onto.", ge=1)
@@ -225,6 +230,19 @@ class BridgeConfig(BaseModel):
                                          "on: 0.0.0.0 (every interface, for containers and probes), :: (IPv6 "
                                          "too), or one address, e.g. 127.0.0.1 behind a local proxy.",
                                          min_length=1)
+    listeners: ListenersText = _setting(
+        "listeners", "", "Kafka Connect's REST API: comma-separated http://host:port or https://host:port, e.g. "
+        "http://0.0.0.0:8083; empty: not served. Without rest.auth.credentials.file a listener on an address other "
+        "than loopback answers reads only.")
+    rest_keystore: Path | None = _setting("listeners.https.ssl.keystore.location", None, "https listeners: PEM "
+                                          "file with the server's unencrypted private key and certificate chain.")
+    rest_truststore: Path | None = _setting("listeners.https.ssl.truststore.location", None, "https listeners: "
+                                            "PEM CA bundle that client certificates must chain to.")
+    rest_client_auth: ClientAuthText = _setting("listeners.https.ssl.client.auth", "none", "https listeners: "
+                                                "client certificates none, requested or required.")
+    rest_credentials_file: Path | None = _setting(
+        "rest.auth.credentials.file", None, "REST basic auth: a file of 'user: password' lines (Connect's "
+        "PropertyFileLoginModule file, e.g. a mounted Secret); when set, nothing answers without them (401).")
     kafka: KafkaSettings = Field(default_factory=dict, alias="kafka.*", description="Kafka client "
                                  "settings (librdkafka names) under the prefix kafka., e.g. "
                                  "kafka.bootstrap.servers (required), kafka.security.protocol, "
@@ -241,6 +259,10 @@ class BridgeConfig(BaseModel):
     @property
     def status_topic(self) -> str:
         return self.status_storage_topic or f"{self.name}-status"
+
+    @property
+    def config_topic(self) -> str:
+        return self.config_storage_topic or f"{self.name}-config"
 
     @property
     def signals_topic(self) -> str | None:

@@ -24,6 +24,7 @@ from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.topics import (
     check_worker_topics,
+    control_topic,
     data_topic,
     ensure_topics,
     offsets_topic,
@@ -120,7 +121,8 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
            clock: ClusterClock) -> int:
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
-              slots_topic(config.slots_topic_name, config.slots_count), status_topic(config.status_topic)]
+              slots_topic(config.slots_topic_name, config.slots_count), status_topic(config.status_topic),
+              control_topic(config.config_topic)]
     topics += [data_topic(f"{config.topic_prefix}.{ks}.{table}") for ks, table in config.tables()]
     if config.dead_letter_topic:
         topics.append(data_topic(config.dead_letter_topic))
