@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 
 from bridge.scylla.schema import CdcOptions, ImageMode
@@ -70,3 +71,16 @@ def describe_cdc_options(options: CdcOptions) -> dict[str, str]:
         "preimage": {ImageMode.OFF: "false", ImageMode.CHANGED: "true", ImageMode.FULL: "full"}[options.preimage],
         "ttl": str(options.ttl),
     }
+
+
+def cdc_extension_bytes(described: Mapping[str, str]) -> bytes:
+    """ScyllaDB's `cdc` schema extension (`system_schema.tables.extensions['cdc']`): the option map
+    in its IDL serialization (cdc_extension::serialize, a std::map<sstring, sstring>): a
+    little-endian uint32 count, then each key and value as a little-endian uint32 length and UTF-8,
+    keys sorted. Drivers read it back (the Scylla Java driver's `TableOptionsMetadata.isScyllaCDC`)."""
+    parts = [struct.pack("<I", len(described))]
+    for key in sorted(described):
+        for text in (key, described[key]):
+            raw = text.encode()
+            parts.append(struct.pack("<I", len(raw)) + raw)
+    return b"".join(parts)

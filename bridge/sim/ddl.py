@@ -14,7 +14,7 @@ from bridge.scylla.log_schema import log_columns
 from bridge.scylla.schema import CdcOptions, CqlType, CqlTypeError, TableSchema, parse_cql_type
 from bridge.sim import render
 from bridge.sim.catalog import Catalog, SimTable
-from bridge.sim.cdc_options import describe_cdc_options, parse_cdc_options
+from bridge.sim.cdc_options import cdc_extension_bytes, describe_cdc_options, parse_cdc_options
 from bridge.sim.cql import ast
 from bridge.sim.errors import InvalidRequestError, UnsupportedCqlError
 from bridge.sim.metadata import MetadataStore
@@ -182,6 +182,7 @@ class SchemaEditor:
                 if cdc.enabled:
                     self._check_cdc_allowed(keyspace, name, {c.name: c.type for c in schema.columns})
                 self._set_cdc(keyspace, name, cdc)
+        self._write_cdc_extension(keyspace, name)
         self.catalog.invalidate(keyspace, name)
 
     def _alter_columns(self, table: SimTable, statement: ast.AlterTable) -> None:
@@ -277,7 +278,19 @@ class SchemaEditor:
             if base.tablets and not self.router.set_times(keyspace, name, refresh=True):
                 self.router.create_tablet_streams(keyspace, name, self.catalog.tablets(keyspace) or 1)
         self.metadata.set_table_cdc(keyspace, name, describe_cdc_options(cdc), None)
+        self._write_cdc_extension(keyspace, name)
         self.catalog.invalidate(keyspace, name)
+
+    def _write_cdc_extension(self, keyspace: str, name: str) -> None:
+        """ScyllaDB's `cdc` extension in system_schema.tables, as its options stand: once CDC was
+        enabled the extension stays (with `enabled` false after a disable), as in ScyllaDB. Written
+        after every ALTER too: Cassandra rewrites the table's schema row (and drops it) on each."""
+        options = self.metadata.table_cdc(keyspace, name)
+        if options is not None and (options.get("enabled") == "true" or self._has_cdc_extension(keyspace, name)):
+            self.metadata.set_cdc_extension(keyspace, name, cdc_extension_bytes(options))
+
+    def _has_cdc_extension(self, keyspace: str, name: str) -> bool:
+        return self.metadata.cdc_extension(keyspace, name) is not None
 
     def _resync_log(self, schema: TableSchema) -> None:
         """Re-attaching a detached log: add the log columns of base columns added meanwhile, drop

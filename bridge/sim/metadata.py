@@ -202,6 +202,30 @@ class MetadataStore:
             (keyspace, table, options, partitioner),
         )
 
+    def cdc_extension(self, keyspace: str, table: str) -> bytes | None:
+        row = self.session.execute(
+            "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table),
+        ).one()
+        return None if row is None or not row.extensions else row.extensions.get("cdc")
+
+    def set_cdc_extension(self, keyspace: str, table: str, extension: bytes) -> None:
+        """ScyllaDB's `cdc` extension in Cassandra's own `system_schema.tables` row of the table,
+        beside the extensions already there, for clients that read CDC options from the schema
+        (the Java connector's config check). Cassandra accepts `WITH extensions` but ignores it;
+        the row written directly is kept, until a schema change of the table rewrites it (so the
+        emulator writes it again after each one)."""
+        row = self.session.execute(
+            "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table),
+        ).one()
+        extensions = dict(row.extensions or {}) if row is not None else {}
+        extensions["cdc"] = extension
+        self.session.execute(
+            "UPDATE system_schema.tables SET extensions = %s WHERE keyspace_name = %s AND table_name = %s",
+            (extensions, keyspace, table),
+        )
+
     def table_cdc(self, keyspace: str, table: str) -> dict[str, str] | None:
         row = self.session.execute(
             f"SELECT cdc FROM {self.tablets_keyspace}.scylla_tables WHERE keyspace_name = %s AND table_name = %s",

@@ -3,6 +3,7 @@ keeps it in step; CDC options and their errors; counters and nested logs refused
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -126,6 +127,41 @@ def test_disable_keeps_the_log_and_reenable_resyncs(emu: Emulator) -> None:
     assert "w" in columns(emu, "dis_scylla_cdc_log")
     (record,) = emu.execute("UPDATE dis SET w = 2 WHERE pk = 1")
     assert [int(r.operation) for r in record.rows] == [0, 1]
+
+
+def cdc_extension(emu: Emulator, table: str) -> dict[str, str] | None:
+    """system_schema.tables.extensions['cdc'] read as the Scylla Java driver reads it (a
+    little-endian count, then length-prefixed UTF-8 keys and values)."""
+    row = emu.session.execute(
+        "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (emu.keyspace, table),
+    ).one()
+    raw = (row.extensions or {}).get("cdc")
+    if raw is None:
+        return None
+    (count,), at, texts = struct.unpack_from("<I", raw), 4, []
+    for _ in range(2 * count):
+        (size,) = struct.unpack_from("<I", raw, at)
+        texts.append(raw[at + 4 : at + 4 + size].decode())
+        at += 4 + size
+    assert at == len(raw)
+    return dict(zip(texts[::2], texts[1::2], strict=True))
+
+
+def test_cdc_schema_extension_follows_the_options(emu: Emulator) -> None:
+    """ScyllaDB's `cdc` extension (what the Java connector checks) is written on enable and kept in
+    step through ALTERs (Cassandra rewrites the schema row on each); a table never CDC-enabled has none."""
+    emu.execute("CREATE TABLE ext (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'ttl': 600}")
+    options = {"delta": "full", "enabled": "true", "postimage": "false", "preimage": "false", "ttl": "600"}
+    assert cdc_extension(emu, "ext") == options
+    emu.execute("ALTER TABLE ext ADD w int")
+    assert cdc_extension(emu, "ext") == options
+    emu.execute("ALTER TABLE ext WITH comment = 'c' AND cdc = {'enabled': true, 'preimage': 'full', 'postimage': true}")
+    assert cdc_extension(emu, "ext") == {**options, "preimage": "full", "postimage": "true", "ttl": "86400"}
+    emu.execute("ALTER TABLE ext WITH cdc = {'enabled': false}")
+    assert cdc_extension(emu, "ext") == {**options, "enabled": "false", "ttl": "86400"}
+    emu.execute("CREATE TABLE plain (pk int PRIMARY KEY, v int)")
+    assert cdc_extension(emu, "plain") is None
 
 
 @pytest.mark.parametrize(
