@@ -18,6 +18,7 @@ import structlog
 from confluent_kafka.admin import AdminClient
 
 from bridge.build_info import hot_path
+from bridge.control.rest.server import serve_rest
 from bridge.envelope.errors import PlanError, SerializationError
 from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
@@ -138,8 +139,12 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
+        # The REST API answers from here on (daemon threads: a start that fails below ends the process).
+        rest = serve_rest(config, kafka)
         worker = Worker(config, session, kafka, telemetry, clock)
         worker.start()
+    except ConfigError as error:  # a REST listener that cannot be served, or its credentials file
+        raise StartupError(error.key, error.reason) from None
     except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets
         raise StartupError(error.key, error.reason) from None
     except KafkaUnavailableError as error:
@@ -155,7 +160,11 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         signal.signal(signum, lambda *_: stop.set())
     _exit_after(config.shutdown_timeout_ms / 1000, stop)
     log.info("worker running", name=config.name, tables=len(config.tables()), pid=os.getpid(), **hot_path())
-    return worker.run(stop)
+    try:
+        return worker.run(stop)
+    finally:
+        if rest is not None:
+            rest.close()
 
 
 def _exit_after(bound_s: float, stop: threading.Event) -> None:

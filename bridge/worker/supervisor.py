@@ -178,6 +178,8 @@ class Supervisor:
         overrides = ["worker.processes=1", "metrics.port=0", f"metrics.bind.address={CHILD_HOST}"]
         if self._config.worker_instance_id:
             overrides.append(f"worker.instance.id={self._config.worker_instance_id}-{child.index}")
+        if child.index > 0:  # the REST API is served once per pod, by child 0 (any worker answers for all)
+            overrides.append("listeners=")
         command = [*self._command, *(arg for pair in overrides for arg in ("--set", pair)),
                    "--worker-process", str(child.index), "--supervisor-pid", str(os.getpid()),
                    "--report-fd", str(write_fd)]
