@@ -223,7 +223,8 @@ def build_app(backend: KafkaBackend, credentials: Credentials | None, writes_ope
         Route("/connector-plugins/{plugin}/config/validate", validate, methods=["PUT"]),
         Route("/admin/loggers", loggers), Route("/admin/loggers/{logger}", logger, methods=["GET", "PUT"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed,
+                                                       RequestError: _refused, KafkaUnavailableError: _unavailable})
     return _Guard(app, credentials, writes_open)
 
 
@@ -274,18 +275,22 @@ class _Guard:
         async def replay() -> dict[str, Any]:
             return {"type": "http.request", "body": scope["state"]["body"], "more_body": False}
 
-        try:
-            await self._app(scope, replay, send)
-        except RequestError as error:
-            await _error(error.status, error.message, scope, receive, send)
-        except KafkaUnavailableError as error:
-            log.warning("rest request failed", method=scope["method"], path=scope["path"], error=str(error))
-            await _error(500, f"Kafka did not answer: {error}", scope, receive, send)
+        await self._app(scope, replay, send)
 
 
 async def _error(status: int, message: str, scope: Scope, receive: Receive, send: Send,
                  headers: dict[str, str] | None = None) -> None:
     await JSONResponse(error_body(status, message), status_code=status, headers=headers)(scope, receive, send)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestError)
+    return _json(error_body(exc.status, exc.message), exc.status)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    log.warning("rest request failed", method=request.method, path=request.url.path, error=str(exc))
+    return _json(error_body(500, f"Kafka did not answer: {exc}"), 500)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:

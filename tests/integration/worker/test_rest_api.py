@@ -1,0 +1,149 @@
+"""Kafka Connect's REST API on a real worker, driven by a real Connect client from PyPI
+(kafka-connect-py's library): list, expand, info, config, status, tasks, task status, pause,
+resume, stop, restart, validate; bad requests get Connect's status and one line and change
+nothing; with basic auth configured nothing answers without credentials; HTTPS with the stack's
+kind of CA (a real X.509 CA made with `cryptography`)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from kafka_connect import KafkaConnect
+from requests import HTTPError
+
+from bridge.control.control_records import TargetState
+from bridge.control.control_topic import ControlTopic
+from bridge.control.rest.server import serve_rest
+from bridge.control.rest.shapes import CONNECTOR_CLASS, NOT_STOPPED
+from bridge.settings.load import build_config, read_file
+from bridge.sim import Emulator
+from bridge.stack.certs import issue, new_ca
+from bridge.stack.layout import Endpoints, port_offset
+from tests.integration.worker.harness import WorkerProcess, read_topic, wait_for, worker_properties
+from tests.integration.worker.test_run import insert, make_table, settled
+
+pytestmark = pytest.mark.slow
+PORT = port_offset(26000)  # 26000-26001: this file's listeners, beside the stack's ports
+SLOTS = 12
+AUTH = ("admin", "s3cret")
+
+
+def _answers(port: int, auth: tuple[str, str] | None = AUTH) -> httpx.Client:
+    return httpx.Client(base_url=f"http://127.0.0.1:{port}", auth=auth, timeout=30)
+
+
+def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_nothing(
+    emulator: Emulator, keyspace: str, config_for: Callable[..., Path],
+    workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str, tmp_path: Path,
+) -> None:
+    table = make_table(emulator, keyspace)
+    users = tmp_path / "users"
+    users.write_text(f"{AUTH[0]}: {AUTH[1]}\n")
+    config_path = config_for([table], slots__count=SLOTS, listeners=f"http://127.0.0.1:{PORT}",
+                             rest__auth__credentials__file=users)
+    config = build_config(read_file(config_path))
+    control = ControlTopic(config)
+    worker = workers(config_path, "w0")
+    insert(emulator, table, range(0, 10))
+    wait_for(lambda: settled([worker]), 60, "the worker to own every slot")
+    read_topic(stack.kafka_bootstrap, f"{bridge_name}.{table}", expected=10, settle_s=0)
+    kc = KafkaConnect(url=f"http://127.0.0.1:{PORT}", auth=":".join(AUTH))
+
+    cluster = kc.get_cluster_info()
+    assert cluster["version"] == "4.1.1" and cluster["kafka_cluster_id"]
+    assert kc.list_connectors() == [bridge_name]
+    expanded = kc.list_connectors(expand="status")[bridge_name]["status"]
+    assert expanded["connector"]["state"] == "RUNNING" and len(expanded["tasks"]) == SLOTS
+    with _answers(PORT) as api:
+        both = api.get("/connectors", params=[("expand", "status"), ("expand", "info"), ("expand", "nope")]).json()
+        assert set(both[bridge_name]) == {"status", "info"}
+        assert api.get(f"/connectors/{bridge_name}/").status_code == 200  # kafka-connect-api's trailing slash
+    assert kc.get_connector(bridge_name)["tasks"][SLOTS - 1] == {"connector": bridge_name, "task": SLOTS - 1}
+    assert kc.get_connector_config(bridge_name)["scylla.table.names"] == table
+    status = kc.get_connector_status(bridge_name)
+    assert {task["state"] for task in status["tasks"]} == {"RUNNING"} and status["type"] == "source"
+    assert len(kc.list_connector_tasks(bridge_name)) == SLOTS
+    assert kc.get_connector_task_status(bridge_name, 3)["id"] == 3
+    validated = kc.validate_connector_config(CONNECTOR_CLASS, {"connector.class": CONNECTOR_CLASS,
+                                                               "topics": "getPlugins"})
+    assert validated["error_count"] > 0 and any(item["value"]["name"] == "topics" for item in validated["configs"])
+
+    # Bad requests: Connect's status, one line, nothing changed.
+    with _answers(PORT) as api:
+        offsets = api.get(f"/connectors/{bridge_name}/offsets").json()
+        assert len(offsets["offsets"]) > 0
+        bad = {
+            ("GET", "/connectors/nope/status", None): 404,
+            ("PUT", "/connectors/nope/pause", None): 404,
+            ("GET", f"/connectors/{bridge_name}/tasks/{SLOTS}/status", None): 404,
+            ("POST", f"/connectors/{bridge_name}/tasks/{SLOTS}/restart", None): 404,
+            ("PUT", f"/connector-plugins/{CONNECTOR_CLASS}/config/validate", b"{not json"): 400,
+            ("PATCH", f"/connectors/{bridge_name}/offsets", json.dumps(offsets).encode()): 400,
+            ("PATCH", f"/connectors/{bridge_name}/offsets", b'{"offsets": [{"partition": {}, "offset": {}}]}'): 400,
+            ("POST", "/connectors", b'{"name": "x", "config": {}}'): 405,
+        }
+        for (method, path, body), code in bad.items():
+            answer = api.request(method, path, content=body)
+            assert answer.status_code == code, (method, path, answer.text)
+            assert set(answer.json()) == {"error_code", "message"} and "\n" not in answer.json()["message"]
+        running = api.patch(f"/connectors/{bridge_name}/offsets", content=json.dumps(offsets)).json()
+        assert running["message"] == NOT_STOPPED
+        assert api.get(f"/connectors/{bridge_name}/offsets").json() == offsets
+    assert control.read_target_state(10) is TargetState.STARTED
+
+    # Basic auth: nothing without credentials (or with wrong ones), and no state changed.
+    for auth in (None, (AUTH[0], "wrong")):
+        with _answers(PORT, auth) as api:
+            for method, path in (("GET", "/"), ("GET", "/health"), ("GET", "/connectors"),
+                                 ("GET", f"/connectors/{bridge_name}/config"), ("PUT", f"/connectors/{bridge_name}/stop"),
+                                 ("DELETE", f"/connectors/{bridge_name}/offsets"), ("GET", "/nope")):
+                assert api.request(method, path).status_code == 401, (auth, method, path)
+    assert control.read_target_state(10) is TargetState.STARTED
+
+    # Steering writes the target state every worker follows (the worker side: test_steering.py).
+    kc.pause_connector(bridge_name)
+    assert control.read_target_state(10) is TargetState.PAUSED
+    kc.resume_connector(bridge_name)
+    assert control.read_target_state(10) is TargetState.STARTED
+    kc.restart_connector(bridge_name, include_tasks=False, only_failed=False)  # sends includeTasks=False
+    with _answers(PORT) as api:
+        assert api.post(f"/connectors/{bridge_name}/tasks/0/restart").status_code == 204
+        restarted = api.post(f"/connectors/{bridge_name}/restart", params={"includeTasks": "TRUE",
+                                                                          "onlyFailed": "true"})
+        assert restarted.status_code == 202 and restarted.json()["name"] == bridge_name
+    kc.stop_connector(bridge_name)
+    assert control.read_target_state(10) is TargetState.STOPPED
+    secrets = worker.log_path.read_text()
+    assert AUTH[1] not in secrets and '"user": "admin"' in secrets.replace('"user":"admin"', '"user": "admin"')
+
+
+def test_https_with_a_test_ca_and_basic_auth(tmp_path: Path, stack: Endpoints) -> None:
+    """No worker needed: /health answers without Kafka. The server's certificate chains to a CA
+    the client trusts; a plain-HTTP request or one without credentials gets nothing else."""
+    ca = new_ca("rest test CA")
+    leaf = issue(ca, "localhost", server=True, client=False)
+    (tmp_path / "ca.pem").write_bytes(ca.cert_pem())
+    (tmp_path / "server.pem").write_bytes(leaf.key_pem() + leaf.cert_pem())
+    (tmp_path / "users").write_text(f"{AUTH[0]}: {AUTH[1]}\n")
+    props = worker_properties(stack, "rest-tls", ["ks.t"], listeners=f"https://127.0.0.1:{PORT + 1}",
+                              listeners__https__ssl__keystore__location=tmp_path / "server.pem",
+                              rest__auth__credentials__file=tmp_path / "users")
+    config = build_config(props)
+    server = serve_rest(config, config.kafka_client_config())
+    assert server is not None
+    try:
+        trust = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+        url = f"https://127.0.0.1:{PORT + 1}/health"
+        assert httpx.get(url, verify=trust, auth=AUTH).json()["status"] == "healthy"
+        assert httpx.get(url, verify=trust).status_code == 401
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(url, auth=AUTH)  # the system's CAs do not trust the test CA
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{PORT + 1}/health", auth=AUTH, timeout=5)
+    finally:
+        server.close()
