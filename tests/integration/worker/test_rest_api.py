@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import pytest
 from kafka_connect import KafkaConnect
-from requests import HTTPError
 
 from bridge.control.control_records import TargetState
 from bridge.control.control_topic import ControlTopic
