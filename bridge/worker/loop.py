@@ -6,7 +6,8 @@ events, hands each record to the encoder and its Kafka records to the transactio
 commits when the cycle says so. An aborted transaction is re-read from the last committed
 positions. The parts: `ownership.py` (which groups run here), `staging.py` (a read record into
 the open transaction, through `encoding.py`), `snapshot_signals.py` (snapshot signals),
-`transaction_cycle.py` (produce and commit), `recovery.py` (fencing). docs/worker.md has the
+`transaction_cycle.py` (produce and commit), `recovery.py` (fencing), `steering.py` (the control
+topic: pause, stop, resume, restart). docs/worker.md has the
 design and the failure cases; docs/architecture.md follows one log row through these files.
 """
 
@@ -20,6 +21,8 @@ from typing import Any
 
 import structlog
 
+from bridge.control.control_records import TargetState
+from bridge.control.control_topic import ControlTopic
 from bridge.kafka.errors import KafkaUnavailableError, ProducerFencedError, TransactionAbortedError
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.kafka.slots import SlotMembership
@@ -48,6 +51,7 @@ from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.snapshot_signals import SnapshotSignals
 from bridge.worker.snapshots import SnapshotReporter
 from bridge.worker.staging import RecordStager
+from bridge.worker.steering import Steering, group_failures
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 from bridge.worker.tuning import Pace
 
@@ -77,6 +81,7 @@ class Worker:
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
                                      on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
         worker_id = f"{config.name}-{instance or uuid.uuid4().hex[:12]}"
+        self._instance = instance or worker_id
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
         self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
@@ -85,6 +90,9 @@ class Worker:
         self._staging = RecordStager(config, self._encoder, self._cycle, telemetry, self._snapshots,
                                      fail_group=self._fail_group, transaction_failed=self._transaction_failed)
         self._signals = SnapshotSignals(config, kafka_config, telemetry, self._book, self._cycle)
+        self._steering = Steering(ControlTopic(config, kafka_config).follower(), apply=self._apply_state,
+                                  restart=lambda request: self._book.retry_now(request.covers, time.monotonic()))
+        self._held: set[GroupId] = set()  # the groups stopped by a pause: their lag is still reported
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -110,6 +118,12 @@ class Worker:
                 # The snapshot holds everything older: only the groups live now are read.
                 since_us = int(self._clock() * 1_000_000)
             self._reader.watch_table(keyspace, table, since_us)
+        if self._steering.catch_up() is TargetState.STOPPED:
+            self._apply_state(TargetState.STOPPED)  # started STOPPED: stays out of the slot group
+        else:
+            self._join()
+
+    def _join(self) -> None:
         self._membership = SlotMembership(
             self._watched_kafka, self.config.slots_topic_name, f"{self.config.name}-workers",
             self.config.worker_instance_id,
@@ -128,14 +142,16 @@ class Worker:
 
     def run(self, stop: threading.Event) -> int:
         """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""
-        assert self._reader is not None and self._membership is not None
+        assert self._reader is not None
         while not stop.is_set() and self._fatal is None and self._keeper.fatal is None:
-            self._membership.poll()
-            if self._membership.fatal is not None:  # the slots topic changed: this map is wrong now
-                self._cycle.abort()  # nothing read under the wrong map commits
-                self._fatal = self._membership.fatal
-                break
-            if self._status_due:
+            self._steering.poll()
+            if self._membership is not None:
+                self._membership.poll()
+                if self._membership.fatal is not None:  # the slots topic changed: this map is wrong now
+                    self._cycle.abort()  # nothing read under the wrong map commits
+                    self._fatal = self._membership.fatal
+                    break
+            if self._status_due or self._steering.heartbeat_due():
                 self._publish_status()
             if self._offsets.poll():
                 self._changed = True
@@ -145,7 +161,7 @@ class Worker:
             self._pace.follow(len(events))
             for event in events:
                 self._handle(event)
-            if (self._changed or self._retry_due()) and self._settle():
+            if (self._changed or self._retry_due()) and self._steering.reading and self._settle():
                 self._start_ready()
             if self._cycle.due(idle=not events and not self._pace.catching_up):
                 self._commit()
@@ -155,7 +171,8 @@ class Worker:
     def _reading_positions(self) -> dict[GroupId, Position]:
         """Where the groups this worker owns stand, failed ones included (their lag keeps growing)."""
         view = {**self._committed_view(), **self._cycle.pending}
-        return {group: view[group] for group in (*self._book.active, *self._book.failed) if group in view}
+        held = (g for g in self._held if self._book.slots.get(g) in self._book.owned)
+        return {group: view[group] for group in (*self._book.active, *self._book.failed, *held) if group in view}
 
     def _retry_due(self) -> bool:
         retry_at = self._book.next_retry()
@@ -172,6 +189,7 @@ class Worker:
         self._offsets.close()
         self._status.close()
         self._signals.close()
+        self._steering.close()
         fatal = self._fatal or self._keeper.fatal
         if fatal is not None:
             log.error("worker failed", error=fatal)
@@ -362,9 +380,37 @@ class Worker:
         group. Asked outside the rebalance callbacks: librdkafka answers `memberid()` on its own
         thread, which waits for the callback to end (a worker that lost its slots hung there)."""
         self._status_due = False
-        member_id = self._membership.member_id() if self._membership is not None else None
-        if member_id:
-            self._status.publish(member_id, self._failures())
+        member_id = self._membership.member_id() if self._membership is not None else ""
+        if member_id is not None:  # None: not joined yet; "": STOPPED, out of the slot group
+            failed = self._failures()
+            self._status.publish(member_id, failed, state=self._steering.applied, instance=self._instance,
+                                 slots=self._book.owned, failures=group_failures(self._book, failed))
+
+    # ------------------------------------------------------------------ target state
+
+    def _apply_state(self, state: TargetState) -> None:
+        """PAUSED/STOPPED: commit what was read and stop every group (they start again from
+        there); STOPPED also leaves the slot group. STARTED: join again if need be; the groups
+        start at the next turn."""
+        if state is not TargetState.STARTED:
+            groups = sorted(self._book.active, key=str)
+            self._held |= set(groups)
+            self._stop_groups(groups)
+            self._commit_quietly()
+            self._book.active.difference_update(groups)
+        if state is TargetState.STOPPED and self._membership is not None:
+            self._membership.close()  # revokes every slot (the callback commits) and leaves
+            self._membership = None
+        if state is TargetState.STOPPED:
+            self._book.owned.clear()
+            self._unsettled.clear()
+            self._held.clear()
+            self._telemetry.group_joined(True, "stopped (target state STOPPED): out of the slot group")
+        elif self._membership is None:
+            self._join()
+        if state is TargetState.STARTED:
+            self._held.clear()
+        self._changed = self._status_due = True
 
     # ------------------------------------------------------------------ transactions
 

@@ -10,7 +10,7 @@ stream-set switches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bridge.kafka.slots import slot_of
@@ -111,6 +111,14 @@ class GroupBook:
                 if failed is not None:
                     self.retrying[group_id] = self.failed.pop(group_id)
         return ready
+
+    def retry_now(self, covers: Callable[[int], bool], now: float) -> list[GroupId]:
+        """An operator's restart (Connect's): the failed groups of the covered slots start at the
+        next turn, with a fresh streak (attempts and `errors.retry.timeout` counted from now)."""
+        groups = sorted((g for g in self.failed if covers(self.slots.get(g, -1))), key=str)
+        for group in groups:
+            self.failed[group] = FailedGroup(self.failed[group].reason, now, 0, now)
+        return groups
 
     def next_retry(self) -> float | None:
         """The earliest scheduled retry of a failed group."""
