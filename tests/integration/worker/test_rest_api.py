@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,17 +20,26 @@ from bridge.control.control_records import TargetState
 from bridge.control.control_topic import ControlTopic
 from bridge.control.rest.server import serve_rest
 from bridge.control.rest.shapes import CONNECTOR_CLASS, NOT_STOPPED
+from bridge.scylla.cdc_time import max_timeuuid, min_timeuuid
 from bridge.settings.load import build_config, read_file
 from bridge.sim import Emulator
 from bridge.stack.certs import issue, new_ca
 from bridge.stack.layout import Endpoints, port_offset
 from tests.integration.worker.harness import WorkerProcess, read_topic, wait_for, worker_properties
-from tests.integration.worker.test_run import insert, make_table, settled
+from tests.integration.worker.test_failure_modes import _poisoned_table
+from tests.integration.worker.test_run import assert_each_once, insert, make_table, settled
 
 pytestmark = pytest.mark.slow
-PORT = port_offset(26000)  # 26000-26001: this file's listeners, beside the stack's ports
+PORT = port_offset(26000)  # 26000-26002: this file's listeners, beside the stack's ports
 SLOTS = 12
 AUTH = ("admin", "s3cret")
+
+
+def _serving(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code in (200, 401)
+    except httpx.HTTPError:
+        return False
 
 
 def _answers(port: int, auth: tuple[str, str] | None = AUTH) -> httpx.Client:
@@ -44,7 +54,7 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
     users = tmp_path / "users"
     users.write_text(f"{AUTH[0]}: {AUTH[1]}\n")
     config_path = config_for([table], slots__count=SLOTS, listeners=f"http://127.0.0.1:{PORT}",
-                             rest__auth__credentials__file=users)
+                             rest__auth__credentials__file=users, scylla__ssl__truststore__password="tr0ub4dor")
     config = build_config(read_file(config_path))
     control = ControlTopic(config)
     worker = workers(config_path, "w0")
@@ -63,7 +73,12 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
         assert set(both[bridge_name]) == {"status", "info"}
         assert api.get(f"/connectors/{bridge_name}/").status_code == 200  # kafka-connect-api's trailing slash
     assert kc.get_connector(bridge_name)["tasks"][SLOTS - 1] == {"connector": bridge_name, "task": SLOTS - 1}
-    assert kc.get_connector_config(bridge_name)["scylla.table.names"] == table
+    shown = kc.get_connector_config(bridge_name)
+    assert shown["scylla.table.names"] == table and shown["scylla.ssl.truststore.password"] == "**********"
+    with _answers(PORT) as api:
+        everything = " ".join(api.get(path).text for path in (
+            "/connectors?expand=info", f"/connectors/{bridge_name}", f"/connectors/{bridge_name}/tasks"))
+        assert "tr0ub4dor" not in everything
     status = kc.get_connector_status(bridge_name)
     assert {task["state"] for task in status["tasks"]} == {"RUNNING"} and status["type"] == "source"
     assert len(kc.list_connector_tasks(bridge_name)) == SLOTS
@@ -83,6 +98,7 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
             ("POST", f"/connectors/{bridge_name}/tasks/{SLOTS}/restart", None): 404,
             ("PUT", f"/connector-plugins/{CONNECTOR_CLASS}/config/validate", b"{not json"): 400,
             ("PATCH", f"/connectors/{bridge_name}/offsets", json.dumps(offsets).encode()): 400,
+            ("DELETE", f"/connectors/{bridge_name}/offsets", None): 400,
             ("PATCH", f"/connectors/{bridge_name}/offsets", b'{"offsets": [{"partition": {}, "offset": {}}]}'): 400,
             ("POST", "/connectors", b'{"name": "x", "config": {}}'): 405,
         }
@@ -99,7 +115,8 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
     for auth in (None, (AUTH[0], "wrong")):
         with _answers(PORT, auth) as api:
             for method, path in (("GET", "/"), ("GET", "/health"), ("GET", "/connectors"),
-                                 ("GET", f"/connectors/{bridge_name}/config"), ("PUT", f"/connectors/{bridge_name}/stop"),
+                                 ("GET", f"/connectors/{bridge_name}/config"),
+                                 ("PUT", f"/connectors/{bridge_name}/stop"),
                                  ("DELETE", f"/connectors/{bridge_name}/offsets"), ("GET", "/nope")):
                 assert api.request(method, path).status_code == 401, (auth, method, path)
     assert control.read_target_state(10) is TargetState.STARTED
@@ -117,8 +134,70 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
         assert restarted.status_code == 202 and restarted.json()["name"] == bridge_name
     kc.stop_connector(bridge_name)
     assert control.read_target_state(10) is TargetState.STOPPED
-    secrets = worker.log_path.read_text()
-    assert AUTH[1] not in secrets and '"user": "admin"' in secrets.replace('"user":"admin"', '"user": "admin"')
+    logged = worker.log_path.read_text()
+    assert AUTH[1] not in logged and "tr0ub4dor" not in logged
+    changes = [event for event in worker.events() if event.get("event") == "rest request"]
+    assert changes and {event["user"] for event in changes} == {"admin"}
+
+
+def test_restart_of_a_failed_task_and_offsets_moved_while_stopped(
+    emulator: Emulator, keyspace: str, config_for: Callable[..., Path],
+    workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
+) -> None:
+    """A group failed for good (errors.retry.timeout=0) shows FAILED with its trace and
+    `restart_connector_task` starts it again at once; STOP, a PATCH of the offsets past what was
+    written meanwhile, RESUME: the groups start where the edit says; DELETE forgets them. A
+    loopback listener without credentials allows changes."""
+    poisoned, plain = _poisoned_table(emulator, keyspace), make_table(emulator, keyspace, "plain")
+    config_path = config_for([poisoned, plain], slots__count=SLOTS, errors__retry__timeout=0,
+                             listeners=f"http://127.0.0.1:{PORT + 2}")
+    worker = workers(config_path, "w")
+    wait_for(lambda: _serving(PORT + 2), 60, "the REST API to answer")
+    kc = KafkaConnect(url=f"http://127.0.0.1:{PORT + 2}")
+    topic = f"{bridge_name}.{plain}"
+    insert(emulator, plain, range(0, 10))
+    emulator.execute(f"INSERT INTO {poisoned} (id, item) VALUES (1, 'x')")
+
+    def failed() -> list[dict[str, object]]:
+        return [task for task in kc.get_connector_status(bridge_name)["tasks"] if task["state"] == "FAILED"]
+
+    wait_for(lambda: bool(failed()), 90, "the poisoned group to fail")
+    task = failed()[0]
+    assert "junk" in str(task["trace"]) and "retries exhausted" in str(task["trace"]), task
+    assert kc.get_connector_task_status(bridge_name, task["id"])["state"] == "FAILED"
+    started = len([e for e in worker.events() if e.get("event") == "group started"])
+    kc.restart_connector_task(bridge_name, task["id"])
+    wait_for(lambda: len([e for e in worker.events() if e.get("event") == "group started"]) > started, 10,
+             "the restarted group to start again")
+    assert_each_once(read_topic(stack.kafka_bootstrap, topic, expected=10), range(10))
+
+    kc.stop_connector(bridge_name)
+    wait_for(lambda: kc.get_connector_status(bridge_name)["connector"]["state"] == "STOPPED", 30,
+             "every worker to apply STOPPED")
+    insert(emulator, plain, range(10, 20))  # while stopped; the edit below moves every group past them
+    skip_us = int((time.time() + 1) * 1_000_000)
+    with httpx.Client(base_url=f"http://127.0.0.1:{PORT + 2}", timeout=30) as api:
+        records = api.get(f"/connectors/{bridge_name}/offsets").json()["offsets"]
+        moved = [{"partition": record["partition"],
+                  "offset": {"window_start": str(min_timeuuid(skip_us)), "window_end": str(max_timeuuid(skip_us))}}
+                 for record in records if record["partition"]["table_name"] == "plain"]
+        assert moved
+        answer = api.patch(f"/connectors/{bridge_name}/offsets", json={"offsets": moved})
+        assert answer.status_code == 200, answer.text
+        now = {json.dumps(r["partition"], sort_keys=True): r["offset"]
+               for r in api.get(f"/connectors/{bridge_name}/offsets").json()["offsets"]}
+        assert all(now[json.dumps(r["partition"], sort_keys=True)] == r["offset"] for r in moved)
+        time.sleep(1.5)
+        kc.resume_connector(bridge_name)
+        insert(emulator, plain, range(20, 30))
+        delivered = read_topic(stack.kafka_bootstrap, topic, expected=20)
+        assert_each_once(delivered, [*range(10), *range(20, 30)])  # type: ignore[arg-type]
+
+        kc.stop_connector(bridge_name)
+        wait_for(lambda: kc.get_connector_status(bridge_name)["connector"]["state"] == "STOPPED", 30,
+                 "every worker to apply STOPPED again")
+        assert api.delete(f"/connectors/{bridge_name}/offsets").status_code == 200
+        assert api.get(f"/connectors/{bridge_name}/offsets").json() == {"offsets": []}
 
 
 def test_https_with_a_test_ca_and_basic_auth(tmp_path: Path, stack: Endpoints) -> None:
