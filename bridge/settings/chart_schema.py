@@ -28,7 +28,8 @@ CHART_MANAGED = frozenset({
     "kafka.security.protocol", "kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
     "kafka.sasl.password.file", "kafka.ssl.ca.location", "kafka.ssl.certificate.location",
     "kafka.ssl.key.location", "kafka.ssl.key.password",
-    "listeners", "listeners.https.ssl.keystore.location", "listeners.https.ssl.truststore.location",
+    "listeners", "listeners.https.ssl.keystore.location", "listeners.https.ssl.key.location",
+    "listeners.https.ssl.truststore.location",
     "listeners.https.ssl.client.auth", "rest.auth.credentials.file",
 })
 # Secrets librdkafka takes inline, for which the chart has no file: refused outright.

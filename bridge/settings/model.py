@@ -235,7 +235,10 @@ class BridgeConfig(BaseModel):
         "http://0.0.0.0:8083; empty: not served. Without rest.auth.credentials.file a listener on an address other "
         "than loopback answers reads only.")
     rest_keystore: Path | None = _setting("listeners.https.ssl.keystore.location", None, "https listeners: PEM "
-                                          "file with the server's unencrypted private key and certificate chain.")
+                                          "file with the server's certificate chain (and its unencrypted private "
+                                          "key, unless listeners.https.ssl.key.location is set).")
+    rest_key: Path | None = _setting("listeners.https.ssl.key.location", None, "https listeners: PEM file with the "
+                                     "server's unencrypted private key, when it is not in the keystore file.")
     rest_truststore: Path | None = _setting("listeners.https.ssl.truststore.location", None, "https listeners: "
                                             "PEM CA bundle that client certificates must chain to.")
     rest_client_auth: ClientAuthText = _setting("listeners.https.ssl.client.auth", "none", "https listeners: "

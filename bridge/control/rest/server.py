@@ -102,6 +102,7 @@ def _tls(config: BridgeConfig, listener: Listener) -> dict[str, Any]:
     if config.rest_keystore is None:
         raise ConfigError("listeners.https.ssl.keystore.location", f"required for the listener {listener}")
     for key, path in (("listeners.https.ssl.keystore.location", config.rest_keystore),
+                      ("listeners.https.ssl.key.location", config.rest_key),
                       ("listeners.https.ssl.truststore.location", config.rest_truststore)):
         if path is not None and not path.is_file():
             raise ConfigError(key, f"{path} is not a readable file")
@@ -109,7 +110,7 @@ def _tls(config: BridgeConfig, listener: Listener) -> dict[str, Any]:
         raise ConfigError("listeners.https.ssl.truststore.location",
                           f"required with listeners.https.ssl.client.auth={config.rest_client_auth}")
     reqs = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
-    return {"ssl_certfile": str(config.rest_keystore), "ssl_keyfile": str(config.rest_keystore),
+    return {"ssl_certfile": str(config.rest_keystore), "ssl_keyfile": str(config.rest_key or config.rest_keystore),
             "ssl_ca_certs": str(config.rest_truststore) if config.rest_truststore else None,
             "ssl_cert_reqs": reqs[config.rest_client_auth]}
 

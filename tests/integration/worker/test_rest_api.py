@@ -206,10 +206,12 @@ def test_https_with_a_test_ca_and_basic_auth(tmp_path: Path, stack: Endpoints) -
     ca = new_ca("rest test CA")
     leaf = issue(ca, "localhost", server=True, client=False)
     (tmp_path / "ca.pem").write_bytes(ca.cert_pem())
-    (tmp_path / "server.pem").write_bytes(leaf.key_pem() + leaf.cert_pem())
+    (tmp_path / "server.crt").write_bytes(leaf.cert_pem())  # cert-manager's Secret keys: separate files
+    (tmp_path / "server.key").write_bytes(leaf.key_pem())
     (tmp_path / "users").write_text(f"{AUTH[0]}: {AUTH[1]}\n")
     props = worker_properties(stack, "rest-tls", ["ks.t"], listeners=f"https://127.0.0.1:{PORT + 1}",
-                              listeners__https__ssl__keystore__location=tmp_path / "server.pem",
+                              listeners__https__ssl__keystore__location=tmp_path / "server.crt",
+                              listeners__https__ssl__key__location=tmp_path / "server.key",
                               rest__auth__credentials__file=tmp_path / "users")
     config = build_config(props)
     server = serve_rest(config, config.kafka_client_config())
