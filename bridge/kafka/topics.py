@@ -6,11 +6,20 @@ word: the offsets topic must be compacted (with `delete` a group's position expi
 `retention.ms`, and the group starts again from the default start), and the slots topic must
 have exactly `slots.count` partitions (every worker maps groups onto slots with `slots.count`:
 with fewer partitions the groups of the missing slots are never read, and workers that disagree
-on the count read some groups twice)."""
+on the count read some groups twice).
+
+Workers that start together on a busy broker: a topic that this worker or another has just created
+may be unknown to the broker that answers for a while (the controller has created it, the broker
+has not published its partitions yet: on a loaded 2-core machine, a burst of about 1,100
+partitions took over 20 s). `await_topics` waits for every topic the worker needs to be published
+with a leader for each partition, within one start-up bound, `TOPICS_READY_BOUND_S`; only a topic
+still not there at the bound is an error."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
+from collections.abc import Iterable
 
 import structlog
 from confluent_kafka import KafkaError, KafkaException
@@ -23,6 +32,9 @@ from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 
 log = structlog.get_logger(__name__)
 _NOT_ALLOWED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+# Below the liveness bound (90 s, bridge/observability/health.py) with room for the rest of start-up.
+TOPICS_READY_BOUND_S = 60.0
+_UNDECIDED = (KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)  # the controller may still create it
 
 
 def ensure_topics(admin: AdminClient, wanted: list[NewTopic], timeout_s: float = 30.0) -> None:
@@ -37,9 +49,55 @@ def ensure_topics(admin: AdminClient, wanted: list[NewTopic], timeout_s: float =
     for name, future in admin.create_topics(missing, request_timeout=timeout_s).items():
         try:
             future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            log.warning("topic creation not confirmed in time; waiting for the topic", topic=name)
         except KafkaException as error:
-            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # another worker was quicker
+            code = error.args[0].code()
+            if code in _UNDECIDED:  # a busy controller: `await_topics` sees whether it came
+                log.warning("topic creation not confirmed in time; waiting for the topic", topic=name,
+                            error=error.args[0].str())
+            elif code != KafkaError.TOPIC_ALREADY_EXISTS:  # another worker was quicker
                 raise KafkaUnavailableError(f"cannot create topic {name}: {error.args[0].str()}") from None
+
+
+def await_topics(admin: AdminClient, names: Iterable[str], bound_s: float = TOPICS_READY_BOUND_S) -> None:
+    """Wait until the broker publishes every topic of `names` with a leader for each partition;
+    raise KafkaUnavailableError naming the first one still missing at `bound_s`."""
+    wanted = sorted(set(names))
+    started = time.monotonic()
+    next_note = started + 5.0
+    while True:
+        try:
+            topics = admin.list_topics(timeout=max(1.0, min(10.0, started + bound_s - time.monotonic()))).topics
+            waiting = {name: _unpublished(topics.get(name)) for name in wanted}
+        except KafkaException as error:
+            waiting = {name: f"Kafka did not answer: {error.args[0].str()}" for name in wanted}
+        waiting = {name: reason for name, reason in waiting.items() if reason is not None}
+        if not waiting:
+            return
+        now = time.monotonic()
+        if now - started >= bound_s:
+            name, reason = next(iter(waiting.items()))
+            raise KafkaUnavailableError(f"topic {name} is not available {bound_s:.0f} s into start-up: {reason}")
+        if now >= next_note:  # the broker is slow to publish new topics: say so, not once a turn
+            log.warning("waiting for the broker to publish topics", topics=sorted(waiting),
+                        waited_s=round(now - started), bound_s=bound_s)
+            next_note = now + 5.0
+        time.sleep(0.25)
+
+
+def _unpublished(metadata: object) -> str | None:
+    """Why a topic's metadata does not show it ready (None: ready)."""
+    if metadata is None:
+        return "no such topic"
+    error = getattr(metadata, "error", None)
+    if error is not None:
+        return str(error)
+    partitions = getattr(metadata, "partitions", {})
+    if not partitions:
+        return "no partitions yet"
+    leaderless = [p for p, info in partitions.items() if info.error is not None or info.leader < 0]
+    return f"partitions without a leader: {sorted(leaderless)[:5]}" if leaderless else None
 
 
 def check_worker_topics(admin: AdminClient, *, offsets: str, slots: str, slots_count: int, name: str,

@@ -24,6 +24,7 @@ from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.topics import (
+    await_topics,
     check_worker_topics,
     control_topic,
     data_topic,
@@ -136,6 +137,7 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         check_access(kafka, KAFKA_TIMEOUT_S)
         admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
+        await_topics(admin, [topic.topic for topic in topics])  # just created, by us or another worker
         check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
