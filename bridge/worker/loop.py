@@ -7,7 +7,8 @@ commits when the cycle says so. An aborted transaction is re-read from the last 
 positions. The parts: `ownership.py` (which groups run here), `staging.py` (a read record into
 the open transaction, through `encoding.py`), `snapshot_signals.py` (snapshot signals),
 `transaction_cycle.py` (produce and commit), `recovery.py` (fencing), `steering.py` (the control
-topic: pause, stop, resume, restart). docs/worker.md has the
+topic: pause, stop, resume, restart), `status_report.py` (failed groups and the status topic's
+record), `source_reports.py` (the reader's reports without records). docs/worker.md has the
 design and the failure cases; docs/architecture.md follows one log row through these files.
 """
 
@@ -33,9 +34,6 @@ from bridge.scylla.events import (
     GroupEndKnown,
     GroupFinished,
     GroupProgress,
-    GroupRetrying,
-    PossibleGap,
-    ReaderFailed,
     RecordRead,
     SnapshotRead,
     SourceEvent,
@@ -50,8 +48,10 @@ from bridge.worker.ownership import GroupBook, RetryPolicy
 from bridge.worker.recovery import ProducerKeeper
 from bridge.worker.snapshot_signals import SnapshotSignals
 from bridge.worker.snapshots import SnapshotReporter
+from bridge.worker.source_reports import report
 from bridge.worker.staging import RecordStager
-from bridge.worker.steering import Steering, group_failures
+from bridge.worker.status_report import StatusReport
+from bridge.worker.steering import Steering
 from bridge.worker.transaction_cycle import Stats, TransactionCycle
 from bridge.worker.tuning import Pace
 
@@ -76,14 +76,11 @@ class Worker:
         self._unsettled: set[int] = set()  # slots assigned whose positions are not read to the end yet
         self._reload_due = False  # a commit's outcome unknown: positions to be read again
         self._settle_after = 0.0
-        self._status_due = False  # this worker's record in the status topic is out of date
         instance = config.worker_instance_id
         self._offsets = OffsetsTopic(kafka_config, config.offsets_topic, config.name,
                                      on_corrupt=lambda record: telemetry.offsets_record_corrupt(record.kind))
         worker_id = f"{config.name}-{instance or uuid.uuid4().hex[:12]}"
-        self._instance = instance or worker_id
         self._keeper = ProducerKeeper(self._watched_kafka, worker_id, instance, telemetry)
-        self._status = StatusWriter(kafka_config, config.status_topic, worker_id)
         self._cycle = TransactionCycle(config, self._keeper, telemetry)
         self._pace = Pace()
         self._snapshots = SnapshotReporter(telemetry.metrics, config.name, config.notifications_topic)
@@ -93,6 +90,8 @@ class Worker:
         self._steering = Steering(ControlTopic(config, kafka_config).follower(), apply=self._apply_state,
                                   restart=lambda request: self._book.retry_now(request.covers, time.monotonic()))
         self._held: set[GroupId] = set()  # the groups stopped by a pause: their lag is still reported
+        self._status = StatusReport(StatusWriter(kafka_config, config.status_topic, worker_id), telemetry,
+                                    self._book, instance or worker_id, self._steering)
         self._reader: SourceReader | None = None
         self._membership: SlotMembership | None = None
 
@@ -151,8 +150,7 @@ class Worker:
                     self._cycle.abort()  # nothing read under the wrong map commits
                     self._fatal = self._membership.fatal
                     break
-            if self._status_due or self._steering.heartbeat_due():
-                self._publish_status()
+            self._status.send_if_due(self._membership)
             if self._offsets.poll():
                 self._changed = True
             self._signals.poll(self._reader)
@@ -204,7 +202,7 @@ class Worker:
         if not slots:
             return
         self._book.owned |= slots
-        self._status_due = True  # under the member id this assignment came with
+        self._status.due = True  # under the member id this assignment came with
         self._unsettled |= slots  # their groups start once the offsets topic is read to its end
         self._changed = True
         log.info("slots assigned", slots=sorted(slots), owned=len(self._book.owned))
@@ -220,7 +218,7 @@ class Worker:
         self._book.owned -= slots
         self._unsettled -= slots
         self._book.forget_failures(slots)
-        self._publish_failures()
+        self._status.failures_changed()
         log.info("slots revoked", slots=sorted(slots), groups=len(groups))
 
     def _lost(self, slots: set[int]) -> None:
@@ -233,7 +231,7 @@ class Worker:
         self._book.owned -= slots
         self._unsettled -= slots
         self._book.forget_failures(slots)
-        self._publish_failures()
+        self._status.failures_changed()
         log.warning("slots lost", slots=sorted(slots), groups=len(groups))
         self._telemetry.group_joined(False, "slots lost: rejoining the group")
         self._restart_from_commit()  # the open transaction may hold their records: abort it
@@ -295,7 +293,7 @@ class Worker:
                      position=None if position is None else position.to_offsets_value(),
                      retry=group in retrying)
         if retrying:
-            self._publish_failures()
+            self._status.failures_changed()
 
     def _committed_view(self) -> dict[GroupId, Position]:
         return {**self._offsets.positions, **self._cycle.committed}
@@ -336,25 +334,8 @@ class Worker:
             self._book.end_known(event.group, event.end_us)
             self._changed = True
         else:
-            self._report(event)
-
-    def _report(self, event: PossibleGap | GroupRetrying | ReaderFailed) -> None:
-        if isinstance(event, PossibleGap):
-            self._telemetry.possible_gap(event.group.keyspace, event.group.table)
-            log.error("possible gap: saved position older than the log TTL", keyspace=event.group.keyspace,
-                      table=event.group.table, group=str(event.group), oldest_us=event.oldest_us,
-                      mode=self.config.offsets_expired_mode)
-            if self.config.offsets_expired_mode == "fail" and event.group in self._book.active:
-                self._fail_group(event.group, "its saved position is older than the log's TTL: changes may have "
-                                 "expired unread (scylla.offsets.expired.mode=resume streams on from it; "
-                                 "cdc-bridge offsets reset starts it afresh)")
-        elif isinstance(event, GroupRetrying):
-            log.warning("group retrying", keyspace=event.group.keyspace, table=event.group.table,
-                        group=str(event.group), error=event.error, delay_ms=round(event.delay_ms))
-        elif event.group is not None:
-            self._fail_group(event.group, event.message)
-        else:
-            self._fatal = f"{event.table}: {event.message}"
+            self._fatal = report(event, self._telemetry, self.config.offsets_expired_mode, self._book.active,
+                                 self._fail_group) or self._fatal
 
     def _fail_group(self, group: GroupId, message: str) -> None:
         """A group that cannot go on stops loudly; its position stays before the bad record, and
@@ -366,25 +347,7 @@ class Worker:
         retry_in = None if failed.retry_at is None else round(failed.retry_at - time.monotonic(), 1)
         log.error("group failed", keyspace=group.keyspace, table=group.table, group=str(group), error=message,
                   attempts=failed.attempts, retry_in_s=retry_in)
-        self._publish_failures()
-
-    def _failures(self) -> dict[GroupId, str]:
-        return {group: failed.reason for group, failed in self._book.failed.items()}
-
-    def _publish_failures(self) -> None:
-        self._telemetry.failed_groups(self._failures())
-        self._status_due = True  # for the status topic: sent from the loop, never from a rebalance callback
-
-    def _publish_status(self) -> None:
-        """`cdc-bridge status` lists this worker's failed groups while its member id is in the slot
-        group. Asked outside the rebalance callbacks: librdkafka answers `memberid()` on its own
-        thread, which waits for the callback to end (a worker that lost its slots hung there)."""
-        self._status_due = False
-        member_id = self._membership.member_id() if self._membership is not None else ""
-        if member_id is not None:  # None: not joined yet; "": STOPPED, out of the slot group
-            failed = self._failures()
-            self._status.publish(member_id, failed, state=self._steering.applied, instance=self._instance,
-                                 slots=self._book.owned, failures=group_failures(self._book, failed))
+        self._status.failures_changed()
 
     # ------------------------------------------------------------------ target state
 
@@ -410,7 +373,7 @@ class Worker:
             self._join()
         if state is TargetState.STARTED:
             self._held.clear()
-        self._changed = self._status_due = True
+        self._changed = self._status.due = True
 
     # ------------------------------------------------------------------ transactions
 

@@ -16,15 +16,14 @@ PAUSED or STOPPED never reads a record. Every change is logged with who asked fo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import structlog
 
 from bridge.control.control_records import ControlRecordError, RestartRequest, TargetState, TargetStateRecord
 from bridge.control.control_topic import ControlFollower
-from bridge.kafka.status_topic import HEARTBEAT_S, GroupFailure
+from bridge.kafka.status_topic import HEARTBEAT_S
 from bridge.scylla.groups import GroupId
-from bridge.worker.ownership import GroupBook
 
 log = structlog.get_logger(__name__)
 POLL_INTERVAL_S = 0.2  # a pause reaches every worker within a few turns; polling each turn costs CPU
@@ -99,13 +98,3 @@ class Steering:
     def close(self) -> None:
         self._follower.close()
 
-
-def group_failures(book: GroupBook, failed: Mapping[GroupId, str]) -> dict[GroupId, GroupFailure]:
-    """The status topic's details of each failed group (next retry in epoch ms)."""
-    now_mono, now_ms = time.monotonic(), time.time() * 1000
-    details = {}
-    for group in failed:
-        entry = book.failed[group]
-        retry_ms = None if entry.retry_at is None else int(now_ms + max(0.0, entry.retry_at - now_mono) * 1000)
-        details[group] = GroupFailure(book.slots.get(group), entry.reason, entry.attempts, retry_ms)
-    return details

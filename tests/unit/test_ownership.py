@@ -84,3 +84,19 @@ def test_a_group_failed_past_the_retry_timeout_stays_failed_and_a_revoked_slot_f
     book.fail(g.id, "x", now=20.0, policy=bounded)
     book.to_start({}, now=21.0)
     assert book.fail(g.id, "x", now=26.0, policy=bounded).retry_at is None  # 6 s since the streak began
+
+
+def test_a_restart_retries_the_covered_failed_groups_now_with_a_fresh_streak() -> None:
+    """An operator's restart (Connect's task restart): the group of the covered slot starts at
+    once, even with its retries exhausted, and its next failure counts from 1 again."""
+    first, second = group(1, 0), group(1, 1)
+    book = book_with(first, second)
+    never = RetryPolicy(timeout_s=0, delay_max_s=60)
+    for g in (first, second):
+        book.fail(g.id, "boom", now=5.0, policy=never)
+    assert book.failed[first.id].retry_at is None and book.to_start({}, now=100.0) == []
+    slot = book.slots[first.id]
+    covered = sorted((g.id for g in (first, second) if book.slots[g.id] == slot), key=str)
+    assert book.retry_now(lambda s: s == slot, now=100.0) == covered
+    assert sorted(book.to_start({}, now=100.0), key=str) == covered
+    assert book.fail(first.id, "boom again", now=101.0, policy=RetryPolicy(-1, 60)).attempts == 1
