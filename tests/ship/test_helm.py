@@ -375,3 +375,25 @@ def test_network_policy_defaults_follow_the_metrics_port_and_open_no_other_port(
     ports = [p["port"] for rule in policy["egress"] for p in rule["ports"]]
     assert ports == [53, 53, 9092, 9093, 9042, 9142, 19042, 19142]
     assert all("to" not in rule for rule in policy["egress"][1:]), "no peers given: any address on those ports"
+
+
+def test_rest_api_port_auth_and_tls_reach_the_worker(tmp_path: Path) -> None:
+    """rest.enabled: the REST port on the container, the Service and the NetworkPolicy (from
+    rest.ingressFrom only), probes unchanged; the auth and TLS Secrets mounted where the rendered
+    settings point, which the real settings loader accepts. Off by default: no port, no listener."""
+    rendered = template([CI / "rest-values.yaml"])
+    container = _container(rendered)
+    assert {"name": "rest", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    assert container["livenessProbe"]["httpGet"]["port"] == "metrics"
+    assert {"name": "rest", "port": 8443, "targetPort": "rest", "protocol": "TCP"} in \
+        rendered.one("Service")["spec"]["ports"]
+    rest_rule = rendered.one("NetworkPolicy")["spec"]["ingress"][1]
+    assert rest_rule["ports"] == [{"port": 8443, "protocol": "TCP"}]
+    assert rest_rule["from"][0]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kafka-ui"}
+    properties, environ = _materialize(rendered, tmp_path)
+    config = load_config(properties, environ=environ)
+    assert config.listeners == "https://0.0.0.0:8443" and config.rest_client_auth == "requested"
+    for path in (config.rest_credentials_file, config.rest_keystore, config.rest_key, config.rest_truststore):
+        assert path is not None and path.read_text() == "s3cret\n"
+    default = template()
+    assert "listeners=" not in _properties(default) and len(_container(default)["ports"]) == 1

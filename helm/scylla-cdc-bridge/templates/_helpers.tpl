@@ -50,6 +50,10 @@ kafkaPassword: /etc/cdc-bridge/secrets/kafka/password
 kafkaCa: /etc/cdc-bridge/tls/kafka-ca/ca.crt
 kafkaClientCert: /etc/cdc-bridge/tls/kafka-client/tls.crt
 kafkaClientKey: /etc/cdc-bridge/tls/kafka-client/tls.key
+restUsers: /etc/cdc-bridge/secrets/rest/users
+restTlsCert: /etc/cdc-bridge/tls/rest/tls.crt
+restTlsKey: /etc/cdc-bridge/tls/rest/tls.key
+restTlsCa: /etc/cdc-bridge/tls/rest/ca.crt
 {{- end }}
 
 {{/* The Secret holding the CQL password: the user's, or the chart's own (empty: none). */}}
@@ -88,6 +92,19 @@ printed as integers (YAML numbers reach templates as floats: 86400000 would prin
 {{- end }}
 {{- end }}
 {{- $_ := set $settings "metrics.port" (printf "%d" (int64 .Values.metrics.port)) }}
+{{- if .Values.rest.enabled }}
+{{- $scheme := ternary "https" "http" (ne .Values.rest.tls.secret "") }}
+{{- $_ := set $settings "listeners" (printf "%s://0.0.0.0:%d" $scheme (int64 .Values.rest.port)) }}
+{{- with .Values.rest.auth.existingSecret }}{{ $_ := set $settings "rest.auth.credentials.file" $paths.restUsers }}{{ end }}
+{{- if .Values.rest.tls.secret }}
+{{- $_ := set $settings "listeners.https.ssl.keystore.location" $paths.restTlsCert }}
+{{- $_ := set $settings "listeners.https.ssl.key.location" $paths.restTlsKey }}
+{{- if ne .Values.rest.tls.clientAuth "none" }}
+{{- $_ := set $settings "listeners.https.ssl.truststore.location" $paths.restTlsCa }}
+{{- $_ := set $settings "listeners.https.ssl.client.auth" .Values.rest.tls.clientAuth }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- with .Values.scylla.auth.username }}{{ $_ := set $settings "scylla.user" . }}{{ end }}
 {{- if include "scylla-cdc-bridge.scyllaSecret" . }}
 {{- $_ := set $settings "scylla.password.file" $paths.scyllaPassword }}
