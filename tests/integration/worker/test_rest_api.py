@@ -7,6 +7,7 @@ kind of CA (a real X.509 CA made with `cryptography`)."""
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from kafka_connect import KafkaConnect
 
 from bridge.control.control_records import TargetState
 from bridge.control.control_topic import ControlTopic
+from bridge.control.rest import server as rest_server
 from bridge.control.rest.server import serve_rest
 from bridge.control.rest.shapes import CONNECTOR_CLASS, NOT_STOPPED
 from bridge.scylla.cdc_time import max_timeuuid, min_timeuuid
@@ -30,7 +32,7 @@ from tests.integration.worker.test_failure_modes import _poisoned_table
 from tests.integration.worker.test_run import assert_each_once, insert, make_table, settled
 
 pytestmark = pytest.mark.slow
-PORT = port_offset(26000)  # 26000-26002: this file's listeners, beside the stack's ports
+PORT = port_offset(26000)  # 26000-26003: this file's listeners, beside the stack's ports
 SLOTS = 12
 AUTH = ("admin", "s3cret")
 
@@ -225,5 +227,34 @@ def test_https_with_a_test_ca_and_basic_auth(tmp_path: Path, stack: Endpoints) -
             httpx.get(url, auth=AUTH)  # the system's CAs do not trust the test CA
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{PORT + 1}/health", auth=AUTH, timeout=5)
+    finally:
+        server.close()
+
+
+def test_connections_and_requests_are_bounded(stack: Endpoints, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the metrics port: beyond MAX_CONNECTIONS idle connections a request gets 503 (and the
+    server answers again once they go); a connection that trickles is cut at its deadline; a body
+    over 1 MiB is refused (413) without being read whole. (A loopback listener, no Kafka needed.)"""
+    monkeypatch.setattr(rest_server, "REQUEST_DEADLINE_S", 2.0)
+    config = build_config(worker_properties(stack, "rest-bounds", ["ks.t"], listeners=f"http://127.0.0.1:{PORT + 3}"))
+    server = serve_rest(config, config.kafka_client_config())
+    assert server is not None
+    url = f"http://127.0.0.1:{PORT + 3}"
+    try:
+        idle = [socket.create_connection(("127.0.0.1", PORT + 3)) for _ in range(rest_server.MAX_CONNECTIONS)]
+        time.sleep(0.3)
+        assert httpx.get(f"{url}/health", timeout=5).status_code == 503
+        for connection in idle:
+            connection.close()
+        wait_for(lambda: httpx.get(f"{url}/health", timeout=5).status_code == 200, 10, "the server to answer again")
+        slow = socket.create_connection(("127.0.0.1", PORT + 3))
+        slow.sendall(b"GET /health HTTP/1.1\r\n")  # and never the rest
+        slow.settimeout(5)
+        started = time.monotonic()
+        assert slow.recv(1024) == b"" and time.monotonic() - started < 4, "the trickling connection was not cut"
+        slow.close()
+        big = httpx.put(f"{url}/connector-plugins/{CONNECTOR_CLASS}/config/validate", content=b"x" * (2 << 20),
+                        timeout=10)
+        assert big.status_code == 413 and big.json()["error_code"] == 413
     finally:
         server.close()
