@@ -17,6 +17,8 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from bridge.cli.arguments import add_config_arguments, config_from_args
+from bridge.control.connector_state import connector_status, live_statuses, worker_id
+from bridge.control.control_topic import ControlTopic
 from bridge.kafka.access import check_access
 from bridge.kafka.client_log import client_logger, with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
@@ -131,6 +133,7 @@ def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
     now = time.time()
     confidence_s = config.confidence_window_size / 1000
     print(f"workers of {config.name}: {len(set(owners.values()))}, slots owned {len(owners)}/{config.slots_count}")
+    print(connector_line(config, members, now))
     print(f"{'group':60} {'slot':>4} {'owner':30} {'lag_s':>8}  position")
     lags = group_lags(after, now - confidence_s)
     for group, position in sorted(after.items(), key=lambda item: str(item[0])):
@@ -150,6 +153,17 @@ def _status(args: argparse.Namespace, config: BridgeConfig) -> int:
             for failed, reason in sorted(status.failed.items()):
                 print(f"failed: {failed} on {status.worker}: {reason}")
     return 0
+
+
+def connector_line(config: BridgeConfig, members: set[str], now: float) -> str:
+    """The connector's state as Connect's /status says it, the target state, and what each live
+    worker has applied (docs/worker.md, the mapping to Kafka Connect)."""
+    target = ControlTopic(config).read_target_state(TIMEOUT_S)
+    live = live_statuses(read_statuses(config.kafka_client_config(), config.status_topic, TIMEOUT_S), members,
+                         int(now * 1000))
+    state = connector_status(config.name, target, live, config.slots_count)["connector"]["state"]
+    applied = ", ".join(f"{worker_id(status)} {status.state}" for status in sorted(live, key=worker_id))
+    return f"connector {config.name}: {state} (target state {target}; applied: {applied or 'no live worker'})"
 
 
 def snapshot_lines(positions: dict[GroupId, Position]) -> dict[str, str]:

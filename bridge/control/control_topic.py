@@ -116,6 +116,8 @@ class ControlFollower:
         try:
             start, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s)
         except KafkaException as error:
+            if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return None  # no worker of this name has run since the control plane came: nothing written
             raise KafkaUnavailableError(f"control topic {self.topic}: {error.args[0].str()}") from None
         latest: TargetStateRecord | None = None
         deadline = time.monotonic() + timeout_s

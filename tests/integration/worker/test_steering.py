@@ -62,6 +62,8 @@ def test_pause_resume_stop_on_two_workers_deliver_each_change_once(
     assert _events(late, "group started") == [] and _events(late, "worker starts without reading")
     tasks = _connector(stack, bridge_name, TargetState.PAUSED)["tasks"]
     assert {task["state"] for task in tasks} == {"PAUSED"}, tasks  # type: ignore[attr-defined]
+    status = _verb(config, "status", "--sample-s", "0")
+    assert f"connector {bridge_name}: PAUSED (target state PAUSED; applied: " in status, status
 
     _verb(config, "resume")
     assert_each_once(read_topic(stack.kafka_bootstrap, topic, expected=60), range(60))
