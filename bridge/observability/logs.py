@@ -107,9 +107,10 @@ class _LineLogger:
     # lines written from several threads at once must not interleave.
     _lock = threading.Lock()
 
-    def __init__(self, file: TextIO, before_line: Callable[[], Any] | None) -> None:
+    def __init__(self, file: TextIO, before_line: Callable[[], Any] | None, name: str = "") -> None:
         self._file = file
         self._before_line = before_line
+        self.name = name  # the module's name given to structlog.get_logger (run-time levels)
 
     def msg(self, message: str) -> None:
         with _LineLogger._lock:
@@ -122,6 +123,35 @@ class _LineLogger:
             self._file.flush()
 
     log = debug = info = warn = warning = error = critical = exception = fatal = failure = msg
+
+
+# Levels set at run time by logger name (the REST API's PUT /admin/loggers/{logger}): a name covers
+# its children ("bridge.worker" covers "bridge.worker.loop"), "root" every logger. Empty, the
+# default: nothing is filtered beyond the start level. Lines below the start level are dropped before
+# any processor runs, so a run-time level only raises the bar (DEBUG needs a start at DEBUG).
+_RUN_TIME_LEVELS: dict[str, int] = {}
+_METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+                  "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL,
+                  "fatal": logging.CRITICAL}
+
+
+def set_run_time_level(name: str, level: int) -> None:
+    _RUN_TIME_LEVELS[name] = level
+
+
+def run_time_levels() -> dict[str, int]:
+    return dict(_RUN_TIME_LEVELS)
+
+
+def _run_time_level(logger: Any, method_name: str, event_dict: Any) -> Any:
+    if _RUN_TIME_LEVELS:
+        name = str(getattr(logger, "name", ""))
+        while name not in _RUN_TIME_LEVELS and name:
+            name = name.rpartition(".")[0]
+        level = _RUN_TIME_LEVELS.get(name or "root")
+        if level is not None and _METHOD_LEVELS.get(method_name, logging.INFO) < level:
+            raise structlog.DropEvent
+    return event_dict
 
 
 class _ToStructlog(logging.Handler):
@@ -153,6 +183,7 @@ def configure_logging(
     renderer: Any = structlog.processors.JSONRenderer() if as_json else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[
+            _run_time_level,
             structlog.contextvars.merge_contextvars,
             _add_process_fields,
             structlog.processors.add_log_level,
@@ -163,7 +194,7 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=lambda *_args: _LineLogger(out, before_line),
+        logger_factory=lambda *args: _LineLogger(out, before_line, str(args[0]) if args else ""),
         cache_logger_on_first_use=True,
     )
     root = logging.getLogger()

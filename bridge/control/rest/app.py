@@ -44,6 +44,7 @@ from bridge.control.rest.shapes import (
 )
 from bridge.control.rest.validate import config_infos, definitions
 from bridge.kafka.errors import KafkaUnavailableError
+from bridge.observability.logs import run_time_levels, set_run_time_level
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 1 << 20  # a request body larger than this is refused (413) before it is read
@@ -182,12 +183,14 @@ def build_app(backend: KafkaBackend, credentials: Credentials | None, writes_ope
         found = {"root": _level_of(logging.getLogger())}
         found.update({name: _level_of(item) for name, item in sorted(manager.items())
                       if isinstance(item, logging.Logger) and item.level != logging.NOTSET})
+        found.update({name: _level_of(logging.getLogger(None if name == "root" else name))
+                      for name in run_time_levels()})
         return _json(found)
 
     def logger(request: Request) -> Response:
         name = request.path_params["logger"]
         if request.method == "GET":
-            known = name == "root" or name in logging.Logger.manager.loggerDict
+            known = name == "root" or name in logging.Logger.manager.loggerDict or name in run_time_levels()
             if not known:
                 raise RequestError(404, f"Logger {name} not found.")
             return _json(_level_of(logging.getLogger(None if name == "root" else name)))
@@ -196,6 +199,7 @@ def build_app(backend: KafkaBackend, credentials: Credentials | None, writes_ope
         if text not in LEVELS:
             raise RequestError(400, f"Invalid log level '{text}'; one of {', '.join(LEVELS)}")
         logging.getLogger(None if name == "root" else name).setLevel(_TO_STDLIB[text])
+        set_run_time_level(name, _TO_STDLIB[text])  # the bridge's own (structlog) lines of that name
         return _json([name])
 
     def not_here(request: Request) -> Response:

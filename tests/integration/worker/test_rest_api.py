@@ -134,6 +134,20 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
         restarted = api.post(f"/connectors/{bridge_name}/restart", params={"includeTasks": "TRUE",
                                                                           "onlyFailed": "true"})
         assert restarted.status_code == 202 and restarted.json()["name"] == bridge_name
+    # Log levels at run time: the REST server's own lines silenced, then back.
+    with _answers(PORT) as api:
+        logger = "bridge.control.rest"
+        assert api.put(f"/admin/loggers/{logger}", json={"level": "ERROR"}).json() == [logger]
+        assert api.get(f"/admin/loggers/{logger}").json()["level"] == "ERROR"
+        assert logger in api.get("/admin/loggers").json()
+        logged = len([e for e in worker.events() if e.get("event") == "rest request"])
+        kc.pause_connector(bridge_name)
+        api.put(f"/admin/loggers/{logger}", json={"level": "INFO"})
+        time.sleep(0.5)
+        assert len([e for e in worker.events() if e.get("event") == "rest request"]) == logged, "ERROR not applied"
+        kc.resume_connector(bridge_name)
+        wait_for(lambda: any(e.get("path", "").endswith("/resume") for e in worker.events()), 5, "INFO again")
+        assert api.put(f"/admin/loggers/{logger}", json={"level": "LOUD"}).status_code == 400
     kc.stop_connector(bridge_name)
     assert control.read_target_state(10) is TargetState.STOPPED
     logged = worker.log_path.read_text()
