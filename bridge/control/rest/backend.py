@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from bridge.control.connector_state import connector_status, live_statuses
@@ -95,11 +95,19 @@ class KafkaBackend:
     def write_offsets(self, edits: list[OffsetEdit]) -> None:
         """The records as the workers write them (same keys, murmur2 partitions as Connect)."""
         producer = Producer({**with_logger(self._kafka), "partitioner": "murmur2_random", "enable.idempotence": True})
+        failures: list[str] = []
+
+        def delivered(error: KafkaError | None, _message: object) -> None:
+            if error is not None:
+                failures.append(error.str())
+
         for edit in edits:
             value = None if edit.position is None else encode_value(edit.position)
-            producer.produce(self.config.offsets_topic, value, encode_key(self.name, edit.group))
+            producer.produce(self.config.offsets_topic, value, encode_key(self.name, edit.group), on_delivery=delivered)
         if producer.flush(TIMEOUT_S):
             raise KafkaUnavailableError(f"offsets topic {self.config.offsets_topic}: not written in {TIMEOUT_S:.0f} s")
+        if failures:
+            raise KafkaUnavailableError(f"offsets topic {self.config.offsets_topic}: {failures[0]}")
 
     def _members(self) -> set[str]:
         group = f"{self.name}-workers"
