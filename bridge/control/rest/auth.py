@@ -10,6 +10,7 @@ import binascii
 import hmac
 from pathlib import Path
 
+from bridge.observability import register_secret
 from bridge.settings import ConfigError
 
 KEY = "rest.auth.credentials.file"
@@ -38,6 +39,8 @@ class Credentials:
             users[user.strip()] = password
         if not users:
             raise ConfigError(KEY, f"{path} names no user")
+        for password in users.values():
+            register_secret(password)  # masked should any later log line ever hold one
         return cls(users)
 
     def user_of(self, header: str | None) -> str | None:
