@@ -245,8 +245,9 @@ _SCALARS: dict[str, tuple[Callable[[], cs.ConnectSchema], Converter]] = {
 
 
 def type_label(cql: CqlType) -> str:
-    """The connector's name of a type inside struct names: `INT`, `List_INT`, `Map_INT_TEXT`,
-    `Tuple_INT_TEXT`, `UDT_<name>`."""
+    """The connector's name of a type inside struct names: `INT`, `List_INT`, `Map_INT_VARCHAR`,
+    `Tuple_INT_VARCHAR`, `UDT_<name>`: scylla-cdc-java's CqlType names, in which `text` is
+    `VARCHAR` (the driver's name for it; seen in the connector's records)."""
     if cql.kind in ("list", "set"):
         return f"{cql.kind.capitalize()}_{type_label(cql.params[0])}"
     if cql.kind == "map":
@@ -257,7 +258,7 @@ def type_label(cql: CqlType) -> str:
         return "UDT_" + (cql.udt_name or "").replace(".", "_").replace("-", "_")
     if cql.kind == "vector":
         return f"Vector_{type_label(cql.params[0])}"
-    return cql.kind.upper()
+    return "VARCHAR" if cql.kind == "text" else cql.kind.upper()
 
 
 def _iterable(value: Any, what: str) -> Iterable[Any]:

@@ -131,7 +131,7 @@ def test_header_values_are_java_strings() -> None:
     assert list(event["headers"]) == ["ck.b", "ck.bl", "ck.db", "pk.dt", "ck.f", "ck.fl", "pk.i", "pk.t", "ck.ts",
                                       "ck.tu", "pk.u"]  # the log's column order
     # nested structs of key columns are named without the table prefix (computeColumnSchema(type))
-    assert plan.struct_key_schema.field("tu").schema.name == "Tuple_INT_TEXT"
+    assert plan.struct_key_schema.field("tu").schema.name == "Tuple_INT_VARCHAR"
     assert java_string([{"key": 1, "value": None}], cs.array(cs.struct("E", [
         cs.ConnectField("key", cs.primitive(cs.INT32)), cs.ConnectField("value", cs.primitive(cs.STRING))], False))
     ) == "[Struct{key=1}]"

@@ -226,7 +226,7 @@ def test_nested_frozen_types_inside_collections() -> None:
     assert value["after"]["lm"] == {"value": [[{"key": "x", "value": 1}]]}
     assert value["after"]["tu"] == {"value": {"field_0": 1, "field_1": None, "field_2": [3]}}
     assert plan.after_schema.field("lm").schema.field("value").schema.items.items.name == (  # type: ignore[union-attr]
-        "P.ks.t.MapEntry_TEXT_INT"
+        "P.ks.t.MapEntry_VARCHAR_INT"
     )
 
 
