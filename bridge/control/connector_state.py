@@ -18,7 +18,8 @@ from typing import Any
 from bridge.control.control_records import TargetState
 from bridge.kafka.status_topic import HEARTBEAT_S, WorkerStatus
 
-STALE_AFTER_MS = int(3 * HEARTBEAT_S * 1000)  # three heartbeats missed: the worker is gone
+# A STOPPED worker's record is sent every HEARTBEAT_S: three missed, the worker is gone.
+STALE_AFTER_MS = int(3 * HEARTBEAT_S * 1000)
 
 
 def live_statuses(statuses: Iterable[WorkerStatus], members: set[str], now_ms: int) -> list[WorkerStatus]:

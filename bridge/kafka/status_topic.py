@@ -5,9 +5,9 @@ a worker that died does not leave its failures behind, and one that stops remove
 
 The record also says what the worker has applied of the control topic's target state (`state`:
 RUNNING, PAUSED or STOPPED), its instance id, the slots it owns and, per failed group, the slot,
-error, attempts and next retry (what a Connect task's `trace` shows). It is sent again every
-`HEARTBEAT_S` even when nothing changed, so a STOPPED worker (outside the slot group) is known to
-be alive by its record's age. Records written before these fields existed still read (defaults)."""
+error, attempts and next retry (what a Connect task's `trace` shows). A STOPPED worker (outside
+the slot group) sends it again every `HEARTBEAT_S` even when nothing changed, so it is known to be
+alive by its record's age. Records written before these fields existed still read (defaults)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class StatusWriter:
                 instance: str | None = None, slots: Iterable[int] = (),
                 failures: Mapping[GroupId, GroupFailure] | None = None) -> None:
         """This worker's failed groups and applied state now (sent when they or the member id
-        changed, and every HEARTBEAT_S)."""
+        changed, and, when asked again, every HEARTBEAT_S)."""
         record: dict[str, Any] = {
             "worker": self.worker, "member_id": member_id,
             "failed": {str(group): reason for group, reason in failed.items()},

@@ -34,7 +34,7 @@ class StatusReport:
         self.due = True
 
     def send_if_due(self, membership: SlotMembership | None) -> None:
-        """Sent when due and, as a heartbeat, every few seconds (the writer sends what changed, and
+        """Sent when due and, while STOPPED, as a heartbeat (the writer sends what changed, and
         the same record every HEARTBEAT_S)."""
         if not (self.due or self._steering.heartbeat_due()):
             return

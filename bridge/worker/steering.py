@@ -88,9 +88,12 @@ class Steering:
         self._apply(record.state)
 
     def heartbeat_due(self) -> bool:
-        """Whether the status record should be offered again (it is sent every HEARTBEAT_S)."""
+        """Whether the status record should be offered again (the writer resends it every
+        HEARTBEAT_S). Only while STOPPED: a worker in the slot group is known live by its
+        membership, and a record every 10 s from every worker would grow the status topic that
+        every status read goes through (compaction waits for the segment to roll)."""
         now = time.monotonic()
-        if now < self._next_heartbeat:
+        if self.target is not TargetState.STOPPED or now < self._next_heartbeat:
             return False
         self._next_heartbeat = now + HEARTBEAT_S / 4
         return True

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient
+
 from bridge.control.connector_state import connector_status, live_statuses
 from bridge.control.control_records import TargetState
 from bridge.kafka.status_topic import read_statuses
@@ -28,8 +30,15 @@ def _verb(config: Path, *args: str) -> str:
 
 
 def _connector(stack: Endpoints, name: str, target: TargetState) -> dict[str, object]:
-    statuses = read_statuses({"bootstrap.servers": stack.kafka_bootstrap}, f"{name}-status", 15)
-    return connector_status(name, target, live_statuses(statuses, set(), int(time.time() * 1000)), SLOTS)
+    """Connect's /status as REST computes it: the live workers are the slot group's members and
+    the STOPPED ones whose record is recent."""
+    client = {"bootstrap.servers": stack.kafka_bootstrap}
+    group = f"{name}-workers"
+    admin = AdminClient(client)  # held while the answer comes: a collected client never answers
+    described = admin.describe_consumer_groups([group], request_timeout=15)[group].result(20)
+    members = {member.member_id for member in described.members}
+    statuses = read_statuses(client, f"{name}-status", 15)
+    return connector_status(name, target, live_statuses(statuses, members, int(time.time() * 1000)), SLOTS)
 
 
 def _events(worker: WorkerProcess, name: str) -> list[dict[str, object]]:
