@@ -92,8 +92,8 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "there is)")
     parser.add_argument("--min-partitions", type=int, help="Spark partitions per micro-batch at least: big Kafka "
                         "partitions are read in pieces (Spark's minPartitions; flatten's default: the default "
-                        "parallelism, e.g. 2 in local[2], when the topics have fewer partitions than that; 0: one "
-                        "Spark partition per Kafka partition)")
+                        "parallelism, e.g. 2 in local[2], when the topics have fewer partitions than that; mirror's: "
+                        "twice the default parallelism; 0: one Spark partition per Kafka partition)")
     parser.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval")
     parser.add_argument("--available-now", action="store_true", help="process what is in Kafka now, then stop")
     parser.add_argument("--master", default=default_master, help="Spark master (default %(default)s; "

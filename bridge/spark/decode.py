@@ -68,18 +68,31 @@ def _meta() -> list[Column]:
 
 _PAYLOAD = ',"payload":'
 SID, START = "_sid", "_start"  # columns `prepare` adds for JSON with schemas
+SCHEMA = "_schema"  # `prepare(..., payload_only=True)`: the schema part of the value, apart
 
 
-def prepare(batch: DataFrame, value_format: ValueFormat) -> DataFrame:
+def prepare(batch: DataFrame, value_format: ValueFormat, *, payload_only: bool = False) -> DataFrame:
     """The Kafka columns of a micro-batch and, for JSON with schemas, each record's group id and
     payload position: the frame the jobs persist, so that neither the Kafka read nor the hashing
-    of every record's schema is repeated for each group and each action."""
+    of every record's schema is repeated for each group and each action.
+
+    `payload_only`: `value` keeps only the payload's text and the schema's text is a column of
+    its own (`SCHEMA`). Persisted, that column holds a few distinct values per micro-batch, which
+    Spark's in-memory columnar cache stores once per batch of rows (dictionary / run-length
+    encoding), so the cache holds the payloads (about a fifth of a record) instead of every
+    record's 4-5 KB schema."""
     batch = batch.select(*_meta())
     if value_format is not ValueFormat.JSON_SCHEMAS:
         return batch
-    prefix = F.substring_index(F.col("value").cast("string"), _PAYLOAD, 1)
+    text = F.col("value").cast("string")
+    prefix = F.substring_index(text, _PAYLOAD, 1)
     sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(F.md5(prefix))
-    return batch.select(*_meta(), sid.alias(SID), (F.length(prefix) + len(_PAYLOAD) + 1).alias(START))
+    start = F.length(prefix) + len(_PAYLOAD) + 1
+    if not payload_only:
+        return batch.select(*_meta(), sid.alias(SID), start.alias(START))
+    payload = F.substring(text, start, F.length(text) - start).cast("binary")  # without the closing brace
+    columns = [payload.alias("value") if name == "value" else F.col(name) for name in META]
+    return batch.select(*columns, sid.alias(SID), F.lit(1).alias(START), prefix.alias(SCHEMA))
 
 
 AvroGroups = Callable[[DataFrame], Iterator["Group"]]
@@ -143,7 +156,8 @@ def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
     the Python-side parse of each group's schema then catches), and only the payload part of a
     message is parsed by `from_json`, not its five times larger schema."""
     text = F.col("value").cast("string")
-    prefix = F.substring(text, 1, F.col(START) - len(_PAYLOAD) - 1)
+    payload_only = SCHEMA in rows.columns
+    prefix = F.col(SCHEMA) if payload_only else F.substring(text, 1, F.col(START) - len(_PAYLOAD) - 1)
     found = rows.groupBy("topic", SID).agg(F.first(prefix).alias("prefix"),
                                            F.min(F.struct("partition", "offset")).alias("first")).collect()
     groups = []
@@ -163,7 +177,7 @@ def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
         except ValueError:
             raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
         start = F.col(START)
-        payload = F.substring(text, start, F.length(text) - start)  # without the closing brace
+        payload = text if payload_only else F.substring(text, start, F.length(text) - start)  # without the "}"
         groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced))
     return groups
 

@@ -45,6 +45,9 @@ log = structlog.get_logger(__name__)
 # Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
+# Changes of a table in one micro-batch up to which their keys are broadcast (a few MB; the
+# default cap is 50,000 records per micro-batch over all tables).
+BROADCAST_KEYS = 200_000
 
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:
@@ -113,7 +116,10 @@ class MirrorWriter:
         spark = batch.sparkSession
         last_job = max(_job_ids(spark), default=-1)
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
-        batch = prepare(batch, self.value_format).persist()
+        # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
+        # disk, instead of Delta's default of writing it to disk first.
+        spark.conf.set("spark.databricks.delta.merge.materializeSource.rddStorageLevel", "MEMORY_AND_DISK")
+        batch = prepare(batch, self.value_format, payload_only=True).persist()
         try:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
             tables: dict[tuple[str, str], list[Group]] = defaultdict(list)
@@ -195,7 +201,11 @@ class MirrorWriter:
         events = reduce(DataFrame.unionByName, [self._events(g, columns) for g in groups]).persist() \
             if groups else None
         try:
-            source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys)
+            # Counting fills the cache (the next jobs read it) and says whether the batch's keys
+            # can be broadcast to the stored-row lookup (below).
+            small = events is not None and events.count() <= BROADCAST_KEYS
+            source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys,
+                                        small)
             return self._merge(spark, target, source, columns, app_id, batch_id) if source is not None else 0
         finally:
             if events is not None:
@@ -217,12 +227,17 @@ class MirrorWriter:
 
     def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
                       dropped: list[dict[str, Any]], columns: MirrorColumns,
-                      partition_keys: list[str]) -> DataFrame | None:
-        """The folded rows to write: key columns, values, bookkeeping and `_cdc_action`."""
+                      partition_keys: list[str], small: bool) -> DataFrame | None:
+        """The folded rows to write: key columns, values, bookkeeping and `_cdc_action`. `small`:
+        the micro-batch's keys are broadcast to the lookups of the stored rows, which then scan
+        the mirror once instead of shuffling and sorting all of it (Spark cannot size the
+        not-yet-cached events and would pick a sort-merge join: a cost that grows with the table)."""
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
         touched: list[DataFrame] = []
         event_keys = events.select(*keyed) if events is not None else None
+        if event_keys is not None and small:
+            event_keys = F.broadcast(event_keys)
         if event_keys is not None:
             touched.append(stored.join(event_keys, same_key(stored, event_keys, names), "left_semi"))
         if dropped and partition_keys:  # every stored row of their partitions, but those just read
