@@ -1,8 +1,9 @@
 """Kafka Connect standalone 4.1.1 with the Java scylla-cdc-source-connector, beside the bridge
 (the differential tests in tests/integration/peer and bench/peer_bench.py).
 
-- The connector jar is not on Maven Central: it is looked for in `$CDC_BRIDGE_PEER_DIR`, default
-  `../shared/peer/` beside the repository (`peer_jar`; None where it is absent).
+- The connector jar is not on Maven Central: it is looked for in `$CDC_BRIDGE_STACK_PEER_DIR`
+  (a stack variable, not a worker setting), default `../shared/peer/` beside the repository
+  (`peer_jar`; None where it is absent).
 - Connect's jars come from Maven Central through the stack's Maven fetch (`deploy/local/connect/
   pom.xml` into `<state>/connect/lib`).
 - One standalone worker runs any number of connectors, added and removed over its REST API on
@@ -27,7 +28,7 @@ from bridge.stack.process import StackError
 from bridge.stack.services import maven_fetch_dependencies
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-PEER_DIR_ENV = "CDC_BRIDGE_PEER_DIR"
+PEER_DIR_ENV = "CDC_BRIDGE_STACK_PEER_DIR"
 JAR_PATTERN = "scylla-cdc-source-connector-*-jar-with-dependencies.jar"
 CONNECTOR_CLASS = "com.scylladb.cdc.debezium.connector.ScyllaConnector"
 # The connector logs through flogger; without its system backend its own lines are lost.

@@ -6,8 +6,8 @@ One Kafka Connect standalone JVM for the module (its first record takes 20-40 s)
 and one bridge per format, each reading every seed's table; both reach Cassandra through the CQL
 proxy that shows the emulator's metadata keyspace as `system_distributed` (the bridge with its
 default `scylla.cdc.metadata.vnodes.keyspace`). Skipped, saying why, where the connector's jar is
-absent (`CDC_BRIDGE_PEER_DIR`, default ../shared/peer/). `CDC_BRIDGE_PEER_SEEDS` (default 3) and
-`CDC_BRIDGE_PEER_SEED_BASE` (default 1) choose the seeds; a failure names the seed (the table
+absent (`CDC_BRIDGE_STACK_PEER_DIR`, default ../shared/peer/). `CDC_BRIDGE_TEST_PEER_SEEDS` (default 3) and
+`CDC_BRIDGE_TEST_PEER_SEED_BASE` (default 1) choose the seeds; a failure names the seed (the table
 `l<seed>` or `a<seed>`) and the first differing record of each side.
 """
 
@@ -35,8 +35,8 @@ OFFSET = port_offset(26000)
 PROXY_PORT = OFFSET + 9043
 REST_PORT = OFFSET + 8083
 METADATA_KEYSPACE = "sim_system_distrib"  # 18 characters: the proxy shows it as system_distributed
-SEEDS = int(os.environ.get("CDC_BRIDGE_PEER_SEEDS", "3"))
-SEED_BASE = int(os.environ.get("CDC_BRIDGE_PEER_SEED_BASE", "1"))
+SEEDS = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEEDS", "3"))
+SEED_BASE = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEED_BASE", "1"))
 STATEMENTS = 40
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -77,7 +77,7 @@ ADVANCED_FORMATS = [
     Format("advanced-updated", "a", False, _advanced("only-updated", "only-updated", "kafka-key,payload-after")),
     Format("advanced-none-headers", "a", True, _advanced("none", "none", "kafka-headers,payload-key")),
 ]
-if os.environ.get("CDC_BRIDGE_PEER_ADVANCED") == "1":  # to work on those differences
+if os.environ.get("CDC_BRIDGE_TEST_PEER_ADVANCED") == "1":  # to work on those differences
     FORMATS += ADVANCED_FORMATS
 
 
@@ -97,7 +97,8 @@ def jar() -> Path:
     found = peer_jar()
     if found is None:
         pytest.skip(
-            f"the Java connector's jar is not in {peer_dir()} (set CDC_BRIDGE_PEER_DIR): differential tests not run"
+            f"the Java connector's jar is not in {peer_dir()} (set CDC_BRIDGE_STACK_PEER_DIR):"
+            " differential tests not run"
         )
     return found
 
