@@ -46,7 +46,7 @@ log = structlog.get_logger(__name__)
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 # Changes of a table in one micro-batch up to which their keys are broadcast (a few MB; the
-# default cap is 50,000 records per micro-batch over all tables).
+# default cap is 100,000 records per micro-batch over all tables).
 BROADCAST_KEYS = 200_000
 
 
