@@ -9,7 +9,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 # Masked, each with its reason (docs/envelope.md section 6):
 _MASKS: list[tuple[re.Pattern[bytes], bytes]] = [
@@ -59,7 +59,10 @@ def read_prefix(bootstrap: str, prefix: str, isolation: str = "read_committed") 
         for topic in sorted(topics):
             partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
             for partition in sorted(partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+                try:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+                except KafkaException:  # a topic just created (not leader yet): read it next round
+                    continue
                 if high <= low:
                     continue
                 consumer.assign([TopicPartition(topic, partition, low)])
