@@ -219,7 +219,8 @@ class Workload:
             if self.rng.random() < 0.12:
                 kind = self.rng.choice(["BEGIN BATCH", "BEGIN UNLOGGED BATCH"])
                 inner = [s for s in (self._one() for _ in range(self.rng.randint(2, 3))) if " USING TTL" not in s]
-                out.append(f"{kind} {'; '.join(inner)}; APPLY BATCH")
+                if inner:  # every statement drawn had a TTL: no batch (an empty one is a syntax error)
+                    out.append(f"{kind} {'; '.join(inner)}; APPLY BATCH")
             else:
                 out.append(self._one())
         return out
