@@ -36,7 +36,7 @@ from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.fold import HIDDEN
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
-from bridge.spark.mirror_fold import ACTION, fold, result_columns, stored_event
+from bridge.spark.mirror_fold import ACTION, fold_rows, stored_event
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
 from bridge.spark.shape import ColumnShape
@@ -254,10 +254,7 @@ class MirrorWriter:
                                  columns, partition_keys)
         if deletes is not None:
             parts.append(deletes)
-        grouped = reduce(DataFrame.unionByName, parts).groupBy(*keyed).agg(F.collect_list("x").alias("events"))
-        folded = grouped.select(*keyed, fold(columns.values, F.col("events")).alias("f"))
-        return folded.select(*result_columns(columns.keys, columns.values, F.col("f"))).where(
-            F.col(ACTION) != "none")
+        return fold_rows(reduce(DataFrame.unionByName, parts), columns.keys, columns.values)
 
     def _partitions(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
                     dropped: list[dict[str, Any]]) -> DataFrame:

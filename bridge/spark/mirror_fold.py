@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import reduce
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -295,3 +295,13 @@ def result_columns(keys: Sequence[ColumnShape], values: Sequence[ColumnShape], f
             folded["poff"].alias(OFFSET), folded["cell_ts"].alias(CELL_TS), folded["prk"].alias(RANK),
             folded["action"].alias(ACTION)]
     return out
+
+
+def fold_rows(parts: DataFrame, keys: Sequence[ColumnShape], values: Sequence[ColumnShape]) -> DataFrame:
+    """The MERGE source from every event of the keys to write (key columns and an `x` event:
+    stored rows, changes, covering deletes, in any order): one row per key that changes, with its
+    values, bookkeeping and `_cdc_action` ('upsert' | 'delete')."""
+    keyed = [F.col(f"`{c.name}`") for c in keys]
+    grouped = parts.groupBy(*keyed).agg(F.collect_list("x").alias("events"))
+    folded = grouped.select(*keyed, fold(values, F.col("events")).alias("f"))
+    return folded.select(*result_columns(keys, values, F.col("f"))).where(F.col(ACTION) != "none")
