@@ -31,6 +31,7 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_DIR_ENV = "CDC_BRIDGE_STACK_PEER_DIR"
 JAR_PATTERN = "scylla-cdc-source-connector-*-jar-with-dependencies.jar"
 CONNECTOR_CLASS = "com.scylladb.cdc.debezium.connector.ScyllaConnector"
+AVRO_CONVERTER_CLASS = "io.apicurio.registry.utils.converter.AvroConverter"
 # The connector logs through flogger; without its system backend its own lines are lost.
 _FLOGGER = "-Dflogger.backend_factory=com.google.common.flogger.backend.system.SimpleBackendFactory#getInstance"
 
@@ -54,6 +55,29 @@ def connect_lib(layout: StackLayout | None = None) -> Path:
     return lib
 
 
+def avro_converter_dir(layout: StackLayout | None = None) -> Path:
+    """Apicurio's Avro converter and its jars, a plugin folder of their own, fetched once."""
+    layout = layout or StackLayout.default()
+    folder = layout.home("connect") / "apicurio-converter"
+    maven_fetch_dependencies(layout.recipe("connect") / "avro" / "pom.xml", folder)
+    return folder
+
+
+def apicurio_avro_settings(prefix: str, registry_v2_url: str) -> dict[str, str]:
+    """Settings of Apicurio's AvroConverter as `prefix` (`key.converter` / `value.converter`) that
+    make it write what Confluent's does: a zero byte and the 4-byte id the ccompat API serves (the
+    content id), no headers, subjects `<topic>-key` / `<topic>-value` (its TopicIdStrategy)."""
+    return {
+        prefix: AVRO_CONVERTER_CLASS,
+        f"{prefix}.apicurio.registry.url": registry_v2_url,
+        f"{prefix}.apicurio.registry.auto-register": "true",
+        f"{prefix}.apicurio.registry.as-confluent": "true",
+        f"{prefix}.apicurio.registry.headers.enabled": "false",
+        f"{prefix}.apicurio.registry.use-id": "contentId",
+        f"{prefix}.apicurio.registry.id-handler": "io.apicurio.registry.serde.Legacy4ByteIdHandler",
+    }
+
+
 @dataclass
 class ConnectStandalone:
     """One Connect standalone JVM; `start`, `add`/`remove` connectors, `stop` (by pid)."""
@@ -64,6 +88,7 @@ class ConnectStandalone:
     bootstrap: str
     rest_port: int
     heap: str = "768m"
+    plugins: tuple[Path, ...] = ()  # more plugin folders (a converter), beside the connector's jar
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
@@ -73,9 +98,10 @@ class ConnectStandalone:
     def start(self, timeout_s: float = 120.0) -> None:
         plugins = self.work_dir / "plugins"
         plugins.mkdir(parents=True, exist_ok=True)
-        link = plugins / self.jar.name
-        if not link.exists():
-            link.symlink_to(self.jar.resolve())
+        for source in (self.jar, *self.plugins):
+            link = plugins / source.name
+            if not link.exists():
+                link.symlink_to(source.resolve())
         worker = self.work_dir / "worker.properties"
         worker.write_text(
             f"bootstrap.servers={self.bootstrap}\n"

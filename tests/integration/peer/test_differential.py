@@ -1,6 +1,9 @@
 """The Java scylla-cdc-source-connector as the oracle: it and `cdc-bridge run` read the same seeded
-random workloads through the emulator, and every record, key and header must be equal byte for
-byte but for the fields docs/envelope.md lists as differing by design.
+random workloads through the emulator, written across a vnode generation switch, and every record,
+key and header must be equal byte for byte (JSON; in Avro through the stack's Apicurio, as decoded
+values, and the registered schemas too) but for the fields docs/envelope.md lists as differing by
+design. Legacy JSON with and without schemas, legacy Avro, and the advanced format in two modes
+(`CDC_BRIDGE_TEST_PEER_ADVANCED=0` leaves the advanced ones out).
 
 One Kafka Connect standalone JVM for the module (its first record takes 20-40 s), one connector
 and one bridge per format, each reading every seed's table; both reach Cassandra through the CQL
@@ -14,6 +17,8 @@ absent (`CDC_BRIDGE_STACK_PEER_DIR`, default ../shared/peer/). `CDC_BRIDGE_TEST_
 from __future__ import annotations
 
 import os
+import re
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,11 +27,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from bridge.sim import Emulator, SimSettings
-from bridge.stack.connect_standalone import ConnectStandalone, connect_lib, peer_dir, peer_jar
+from bridge.stack.connect_standalone import (
+    ConnectStandalone,
+    apicurio_avro_settings,
+    avro_converter_dir,
+    connect_lib,
+    peer_dir,
+    peer_jar,
+)
 from bridge.stack.cql_proxy import CqlRenamingProxy
 from bridge.stack.layout import Endpoints, port_offset
+from tests.integration.peer.avro_compare import AvroDecoder, registered, schema_difference
 from tests.integration.peer.compare import Record, advanced_difference, first_difference, read_prefix
 from tests.integration.peer.workload import ADVANCED, SCALARS, UDT, Workload, advanced_table, legacy_table
 from tests.integration.worker.harness import WorkerProcess, start_worker, worker_properties, write_properties
@@ -34,7 +48,12 @@ from tests.integration.worker.harness import WorkerProcess, start_worker, worker
 OFFSET = port_offset(26000)
 PROXY_PORT = OFFSET + 9043
 REST_PORT = OFFSET + 8083
-METADATA_KEYSPACE = "sim_system_distrib"  # 18 characters: the proxy shows it as system_distributed
+# The module's own metadata keyspace (its generations are its own, dropped at the end): 18
+# characters, which the proxy shows as system_distributed.
+METADATA_KEYSPACE = f"sim_sysdist_{uuid.uuid4().hex[:6]}"
+# Past the generation switch: one row per table at a partition the workload never writes, which
+# both sides must deliver (a side that stopped at the old generation is caught there).
+SENTINEL = 99
 SEEDS = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEEDS", "3"))
 SEED_BASE = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEED_BASE", "1"))
 STATEMENTS = 40
@@ -50,6 +69,9 @@ class Format:
     # Advanced with image modes (before, after not none): keys with an image-less change differ by
     # design and are left out of the comparison; the record counts then differ too.
     images: tuple[bool, bool] | None = None
+    # Avro through the registry (Apicurio's converter on the connector's side): records compared as
+    # decoded values, and the registered schemas compared.
+    avro: bool = False
 
 
 def _advanced(before: str, after: str, placement: str) -> tuple[tuple[str, str], ...]:
@@ -64,8 +86,9 @@ def _advanced(before: str, after: str, placement: str) -> tuple[tuple[str, str],
 FORMATS = [
     Format("legacy-schemas", "l", True),
     Format("legacy-plain", "l", False),
+    Format("legacy-avro", "l", True, avro=True),
 ]
-# Not in CI (docs/envelope.md section 6, "Checked against the connector"): the advanced format.
+# The advanced format (docs/envelope.md section 6, "Checked against the connector").
 # Where ScyllaDB writes no image (an update creating its row, a delete of an absent row, the first
 # of two delta rows of one row in a record) the connector holds, loses or mis-pairs the change and
 # the bridge sends it with that image null, a difference kept by design: those keys are left out
@@ -87,7 +110,7 @@ ADVANCED_FORMATS = [
         (True, True),
     ),
 ]
-if os.environ.get("CDC_BRIDGE_TEST_PEER_ADVANCED") == "1":  # to work on those differences
+if os.environ.get("CDC_BRIDGE_TEST_PEER_ADVANCED") != "0":  # =0 runs the legacy formats alone
     FORMATS += ADVANCED_FORMATS
 
 
@@ -100,6 +123,12 @@ class Outputs:
 
 def _seeds() -> list[int]:
     return list(range(SEED_BASE, SEED_BASE + SEEDS))
+
+
+def _seed_of(difference: str) -> str:
+    """The seed whose table (`l<seed>` / `a<seed>`) a difference names."""
+    found = re.match(r"table [^.]+\.[la](\d+),", difference)
+    return f"seed {found.group(1)}" if found else f"seeds {_seeds()}"
 
 
 @pytest.fixture(scope="module")
@@ -125,18 +154,43 @@ def peer_keyspace(stack: Endpoints, cassandra_session: Any, jar: Path) -> Iterat
     for seed in _seeds():
         for letter, create, _, _ in shapes:
             emu.execute(create(keyspace, f"{letter}{seed}"))
-    for seed in _seeds():
-        for table, columns, static in ((f"{letter}{seed}", columns, static) for letter, _, columns, static in shapes):
-            for statement in Workload(seed, keyspace, table, columns, static).statements(STATEMENTS):
-                emu.execute(statement)
+    statements = [
+        Workload(seed, keyspace, f"{letter}{seed}", columns, static).statements(STATEMENTS)
+        for seed in _seeds()
+        for letter, _, columns, static in shapes
+    ]
     try:
+        # Half of every table's statements in the first generation, a vnode generation switch (a
+        # node bootstrapped), the other half and the sentinel rows in the new generation.
+        for table_statements in statements:
+            for statement in table_statements[: STATEMENTS // 2]:
+                emu.execute(statement)
+        generation = emu.bootstrap_node(delay_s=1)
+        while time.time() * 1000 < generation.timestamp_ms + 200:
+            time.sleep(0.1)
+        for table_statements in statements:
+            for statement in table_statements[STATEMENTS // 2 :]:
+                emu.execute(statement)
+        for seed in _seeds():
+            for letter, *_ in shapes:
+                emu.execute(f"INSERT INTO {keyspace}.{letter}{seed} (pk, ck, c_int) VALUES ({SENTINEL}, 0, 7)")
         yield keyspace
     finally:
         cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+        cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {METADATA_KEYSPACE}", timeout=120)
 
 
-def _connector_config(fmt: Format, prefix: str, tables: str) -> dict[str, str]:
+def _connector_config(fmt: Format, prefix: str, tables: str, registry: str) -> dict[str, str]:
     schemas = "true" if fmt.schemas else "false"
+    converters = {
+        "key.converter": JSON,
+        "value.converter": JSON,
+        "key.converter.schemas.enable": schemas,
+        "value.converter.schemas.enable": schemas,
+    }
+    if fmt.avro:
+        v2 = registry.replace("/apis/ccompat/v7", "/apis/registry/v2")
+        converters = {**apicurio_avro_settings("key.converter", v2), **apicurio_avro_settings("value.converter", v2)}
     return {
         "tasks.max": "1",
         "topic.prefix": prefix,
@@ -145,10 +199,7 @@ def _connector_config(fmt: Format, prefix: str, tables: str) -> dict[str, str]:
         "scylla.confidence.window.size": "2000",
         "scylla.query.time.window.size": "10000",
         "scylla.initial.lookback.ms": "300000",
-        "key.converter": JSON,
-        "value.converter": JSON,
-        "key.converter.schemas.enable": schemas,
-        "value.converter.schemas.enable": schemas,
+        **converters,
         **dict(fmt.settings),
     }
 
@@ -180,12 +231,13 @@ def _settle(bootstrap: str, prefixes: dict[str, tuple[str, str]], timeout_s: flo
 
 @pytest.fixture(scope="module")
 def outputs(
-    stack: Endpoints, jar: Path, peer_keyspace: str, tmp_path_factory: pytest.TempPathFactory
+    stack: Endpoints, jar: Path, peer_keyspace: str, tmp_path_factory: pytest.TempPathFactory, kafka_admin: Any
 ) -> Iterator[Outputs]:
     work = tmp_path_factory.mktemp("peer")
     proxy = CqlRenamingProxy(PROXY_PORT, stack.cassandra_host, stack.cassandra_port, METADATA_KEYSPACE)
     proxy.start()
-    connect = ConnectStandalone(jar, connect_lib(), work / "connect", stack.kafka_bootstrap, REST_PORT)
+    plugins = (avro_converter_dir(),) if any(f.avro for f in FORMATS) else ()
+    connect = ConnectStandalone(jar, connect_lib(), work / "connect", stack.kafka_bootstrap, REST_PORT, plugins=plugins)
     workers: list[WorkerProcess] = []
     run = uuid.uuid4().hex[:4]
     prefixes = {fmt.name: (f"J{run}{i}", f"B{run}{i}") for i, fmt in enumerate(FORMATS)}
@@ -195,7 +247,7 @@ def outputs(
         for fmt in FORMATS:
             peer_prefix, our_prefix = prefixes[fmt.name]
             tables = ",".join(f"{peer_keyspace}.{fmt.tables}{seed}" for seed in _seeds())
-            connect.add(f"peer-{peer_prefix}", _connector_config(fmt, peer_prefix, tables))
+            connect.add(f"peer-{peer_prefix}", _connector_config(fmt, peer_prefix, tables, stack.schema_registry_url))
             schemas = "true" if fmt.schemas else "false"
             props = worker_properties(
                 stack,
@@ -208,29 +260,59 @@ def outputs(
                     "value__converter__schemas__enable": schemas,
                 },
             )
+            if fmt.avro:
+                url = stack.schema_registry_url
+                props.update({"key.converter": "avro", "value.converter": "avro"})
+                props.update({"key.converter.schema.registry.url": url, "value.converter.schema.registry.url": url})
             props.update(dict(fmt.settings))
             workers.append(start_worker(write_properties(work / f"{our_prefix}.properties", props), work, our_prefix))
-        yield _settle(stack.kafka_bootstrap, prefixes, 240)
+        yield _settle(stack.kafka_bootstrap, prefixes, 180 + 20 * SEEDS)
     finally:
+        for worker in workers:  # all told at once: their shutdowns overlap Connect's
+            if worker.process.poll() is None:
+                os.kill(worker.process.pid, signal.SIGTERM)
+        connect.stop(timeout_s=15)  # SIGKILL past that: nothing of it is read afterwards
         for worker in workers:
             worker.stop()
-        connect.stop()
         proxy.stop()
+        _delete_topics(kafka_admin, [p for pair in prefixes.values() for p in pair])
+
+
+def _delete_topics(kafka_admin: Any, prefixes: list[str]) -> None:
+    """Both sides' topics (and the connector's heartbeat topics): a shared broker keeps no test's."""
+    names = [
+        t
+        for t in kafka_admin.list_topics(timeout=15).topics
+        if any(t.startswith((f"{p}.", f"__debezium-heartbeat.{p}")) for p in prefixes)
+    ]
+    for future in (kafka_admin.delete_topics(names).values() if names else []):
+        future.result(timeout=30)
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
-def test_records_equal_the_connectors(outputs: Outputs, fmt: Format) -> None:
+def test_records_equal_the_connectors(outputs: Outputs, fmt: Format, stack: Endpoints) -> None:
     peer, ours = outputs.peer[fmt.name], outputs.ours[fmt.name]
+    if fmt.avro:
+        client = SchemaRegistryClient({"url": stack.schema_registry_url})
+        peer_prefix, our_prefix = outputs.prefixes[fmt.name]
+        difference = schema_difference(registered(client, peer_prefix, "P"), registered(client, our_prefix, "P"))
+        assert difference is None, f"{fmt.name}, seeds {_seeds()}, registered schemas: {difference}"
+        decoder = AvroDecoder(client)
+        peer, ours = [decoder.record(r) for r in peer], [decoder.record(r) for r in ours]
     assert peer, f"{fmt.name}: the connector wrote nothing (seeds {_seeds()})"
     print(f"{fmt.name}: {len(peer)} records of the connector, {len(ours)} of the bridge, seeds {_seeds()}")
+    sentinel = re.compile(f'"pk":{SENTINEL}[,}}]'.encode())
+    for side, records in (("connector", peer), ("bridge", ours)):
+        tables = {r.table for r in records if r.key is not None and sentinel.search(r.key)}
+        assert len(tables) == SEEDS, f"{fmt.name}: the {side} read past the generation switch in {sorted(tables)} only"
     if fmt.images is not None:
         found, compared, left_out = advanced_difference(peer, ours, *outputs.prefixes[fmt.name], *fmt.images)
         print(f"{fmt.name}: {compared} keys compared, {left_out} left out (a change without its image)")
         assert compared, f"{fmt.name}: no key had every image (seeds {_seeds()})"
-        assert found is None, f"{fmt.name}, seeds {_seeds()} (table a<seed>): {found}"
+        assert found is None, f"{fmt.name}, {_seed_of(found)}: {found}"
         return
     difference = first_difference(peer, ours, *outputs.prefixes[fmt.name])
-    assert difference is None, f"{fmt.name}, seeds {_seeds()} (table l<seed>/a<seed>): {difference}"
+    assert difference is None, f"{fmt.name}, {_seed_of(difference)}: {difference}"
 
 
 def test_a_changed_byte_is_found(outputs: Outputs) -> None:
@@ -244,3 +326,4 @@ def test_a_changed_byte_is_found(outputs: Outputs) -> None:
     peer[index] = Record(peer[index].table, peer[index].key, changed, peer[index].headers)
     difference = first_difference(peer, outputs.ours[name], *outputs.prefixes[name])
     assert difference is not None and ('"op":"x' in difference or '"op":"y' in difference), difference
+    print(f"a changed byte, as a failure shows it: {name}, {_seed_of(difference)}: {difference}")
