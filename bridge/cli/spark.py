@@ -53,6 +53,26 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
     _common(mirror, default_master)
     mirror.add_argument("--delta", required=True, metavar="PATH", help="root folder of the mirror tables")
     mirror.set_defaults(handler=_mirror)
+    history = jobs.add_parser("history", help="keep every version of every row (SCD type 2) in Delta tables",
+                              description="Append each micro-batch's changes to PATH/_cdc_changes/<keyspace>/<table> "
+                              "and MERGE the versions of the keys they touch into PATH/<keyspace>/<table> "
+                              "(__START_AT, __END_AT, __START_OP, __START_OFFSET; docs/spark.md, History).")
+    _common(history, default_master)
+    history.add_argument("--output", required=True, metavar="PATH", help="root folder of the history tables")
+    history.add_argument("--track-history-on", action="append", default=[], metavar="COL,...",
+                         help="only changes of these columns start a version (col or keyspace.table.col; the "
+                              "others update the current version in place)")
+    history.add_argument("--track-history-except", action="append", default=[], metavar="COL,...",
+                         help="changes of these columns alone update the current version in place")
+    history.set_defaults(handler=_history)
+    as_of = jobs.add_parser("as-of", help="print a history table's rows as they were at a timestamp",
+                            description="The version of every row holding at --timestamp, one JSON line each.")
+    as_of.add_argument("--path", required=True, help="the history table, e.g. PATH/<keyspace>/<table>")
+    as_of.add_argument("--timestamp", required=True, help="microseconds since the epoch (as source.ts_us) or "
+                       "a UTC timestamp such as '2026-03-03 12:00:00.123456'")
+    as_of.add_argument("--limit", type=int, default=1000, help="rows printed at most (default %(default)s)")
+    as_of.add_argument("--master", default=default_master or "local[2]", help="Spark master (default %(default)s)")
+    as_of.set_defaults(handler=_as_of)
     packages = jobs.add_parser("packages", help="print the Maven packages for spark-submit --packages")
     packages.add_argument("--fetch", action="store_true", help="download them into the Ivy cache now (once; "
                           "a later start is then offline)")
@@ -138,6 +158,19 @@ def _mirror(args: argparse.Namespace) -> int:
     from bridge.spark.runner import run_mirror
 
     return run_mirror(_job(args), delta_root=args.delta)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from bridge.spark.history_job import run_history, track_names
+
+    return run_history(_job(args), root=args.output, track_on=track_names(args.track_history_on),
+                       track_except=track_names(args.track_history_except))
+
+
+def _as_of(args: argparse.Namespace) -> int:
+    from bridge.spark.history_job import run_as_of
+
+    return run_as_of(args.path, args.timestamp, args.master, args.limit)
 
 
 def _packages(args: argparse.Namespace) -> int:

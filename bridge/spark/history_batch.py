@@ -1,0 +1,101 @@
+"""One micro-batch as the history reads it: decoded groups by table, each group's typed events
+(`mirror_frames.change_events`, or `mirror_advanced` for the advanced format), the range /
+partition deletes as the reference fold's dicts, and their partitions as a DataFrame.
+
+The mirror reads its micro-batches the same way; the history keeps its own copy of this wiring
+so the mirror's writer can change (merge-on-read) without moving the history.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from functools import reduce
+from typing import Any
+
+import orjson
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.cdc_format import CdcFormat
+from bridge.spark.decode import Group, ValueFormat, decode
+from bridge.spark.errors import BadEnvelopeError
+from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
+from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect
+from bridge.spark.shape import ColumnShape
+
+Table = tuple[str, str]
+
+
+class BatchReader:
+    def __init__(self, value_format: ValueFormat, avro_decoder: Callable[[DataFrame], Iterator[Group]] | None,
+                 cdc: CdcFormat, registry_url: str | None) -> None:
+        self.value_format, self.avro_decoder, self.cdc = value_format, avro_decoder, cdc
+        self._advanced = AdvancedEvents(cdc, value_format, registry_url) if cdc.advanced else None
+        self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
+
+    def tables(self, batch: DataFrame) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
+        """The micro-batch's envelope groups and range / partition deletes, by table."""
+        self._keys.clear()
+        groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
+        tables: dict[Table, list[Group]] = defaultdict(list)
+        for group in groups:
+            if group.kind == "envelope":
+                tables[group.keyspace_table].append(group)
+        return tables, self._dropped(groups)
+
+    def columns_of(self, group: Group) -> tuple[ColumnShape, ...]:
+        assert group.shape is not None
+        if self._advanced is None:
+            return group.shape.columns
+        key = self._keys.get(id(group))
+        if key is None:
+            key = self._keys[id(group)] = self._advanced.key_of(group)
+        return self._advanced.columns_of(group, key)
+
+    def events(self, group: Group, columns: MirrorColumns) -> DataFrame:
+        """(key columns..., x): the group's changes as the fold's typed events."""
+        if self._advanced is None:
+            return change_events(group, columns)
+        self.columns_of(group)
+        return self._advanced.events(group, columns, self._keys[id(group)])
+
+    def _dropped(self, groups: list[Group]) -> dict[Table, list[dict[str, Any]]]:
+        """Range and partition deletes by table, as the fold's dicts (few: collected)."""
+        found: dict[Table, list[dict[str, Any]]] = defaultdict(list)
+        frames = [g.frame.select("key", "offset", F.to_json("env", JSON_OPTIONS).alias("env"))
+                  for g in groups if g.kind == "dropped"]
+        if not frames:
+            return found
+        for row in reduce(DataFrame.unionByName, frames).collect():
+            env = orjson.loads(row["env"])
+            source = env["source"]
+            found[(source["keyspace_name"], source["table_name"])].append({
+                "kind": env["kind"], "ts": source["ts_us"], "offset": row["offset"], "key": self._key(row["key"]),
+                "start": env.get("start"), "start_inclusive": env.get("start_inclusive"),
+                "end": env.get("end"), "end_inclusive": env.get("end_inclusive")})
+        return found
+
+    def _key(self, raw: bytes | None) -> dict[str, Any]:
+        if not raw:
+            return {}
+        if self.value_format is ValueFormat.AVRO:
+            decode_key = getattr(self.avro_decoder, "decode_key", None)
+            key = decode_key(raw) if decode_key is not None else None
+        else:
+            key = orjson.loads(bytes(raw))
+            if isinstance(key, dict) and set(key) == {"schema", "payload"}:
+                key = key["payload"]
+        if not isinstance(key, dict):
+            raise BadEnvelopeError(f"dropped change with a key that is not a struct: {raw!r}")
+        return key
+
+
+def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
+               dropped: list[dict[str, Any]]) -> DataFrame:
+    """The partitions of the micro-batch's deletes (a few: built on the driver), Delta types."""
+    pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
+    texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
+    parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(F.from_json("pk", pk_type).alias("p"))
+    return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])

@@ -1,0 +1,77 @@
+"""`cdc-bridge spark history` (the streaming query, as `jobs.start_mirror` wires the mirror's) and
+`cdc-bridge spark as-of` (a history table's state at a timestamp)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from bridge.spark.errors import SparkJobError
+from bridge.spark.runner import JobRequest, run_job
+
+# As the mirror's (jobs.MIRROR_BATCH_CAP, MIRROR_SPLIT): the history reads and decodes a
+# micro-batch the same way.
+HISTORY_BATCH_CAP = 100_000
+HISTORY_SPLIT = 2
+
+
+def start_history(spark: Any, source: Any, run: Any, *, root: str, track_on: tuple[str, ...] = (),
+                  track_except: tuple[str, ...] = ()) -> Any:
+    from bridge.spark.history import HistoryWriter
+    from bridge.spark.jobs import avro_decoder, read_stream, start
+
+    problem = source.cdc.mirror_problem()  # the history rebuilds rows as the mirror does
+    if problem is not None:
+        raise SparkJobError(problem.replace("mirror", "history"))
+    name = run.job_name("history")
+    if source.min_partitions is None:
+        source = dataclasses.replace(source, min_partitions=HISTORY_SPLIT * spark.sparkContext.defaultParallelism)
+    elif source.min_partitions <= 0:
+        source = dataclasses.replace(source, min_partitions=None)
+    if source.max_offsets_per_trigger is None:
+        source = dataclasses.replace(source, max_offsets_per_trigger=HISTORY_BATCH_CAP)
+    writer = HistoryWriter(root, name, source.value_format, avro_decoder(source), source.cdc, source.registry_url,
+                           track_on, track_except)
+    return start(spark, read_stream(spark, source), writer, run, name)
+
+
+def track_names(values: list[str]) -> tuple[str, ...]:
+    return tuple(n.strip() for value in values for n in value.split(",") if n.strip())
+
+
+def run_history(job: JobRequest, *, root: str, track_on: tuple[str, ...], track_except: tuple[str, ...]) -> int:
+    if track_on and track_except:
+        print("error: --track-history-on / --track-history-except: give at most one of them", file=sys.stderr)
+        return 2
+
+    def begin(spark: Any, source: Any, run: Any) -> Any:
+        return start_history(spark, source, run, root=root, track_on=track_on, track_except=track_except)
+
+    def refuse_what_history_cannot_rebuild(source: Any) -> None:  # before a Spark session costs ~10 s
+        problem = source.cdc.mirror_problem()
+        if problem is not None:
+            raise SparkJobError(problem.replace("mirror", "history"))
+
+    return run_job(job, begin, refuse_what_history_cannot_rebuild)
+
+
+def run_as_of(path: str, timestamp: str, master: str | None, limit: int) -> int:
+    """Print the state of the history table at `path` at `timestamp` (microseconds since the
+    epoch, or a timestamp text in UTC), one JSON row per line."""
+    from bridge.spark.history import as_of
+    from bridge.spark.session import build_session
+
+    at: str | int = int(timestamp) if timestamp.isdigit() else timestamp
+    spark = build_session(master, conf={"spark.sql.session.timeZone": "UTC"})
+    try:
+        from delta.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(spark, path):
+            print(f"error: --path: {path} is not a history table (no Delta table there)", file=sys.stderr)
+            return 2
+        for line in as_of(spark, path, at).toJSON().take(limit):
+            print(line)
+    finally:
+        spark.stop()
+    return 0
