@@ -246,7 +246,7 @@ def test_history_is_exact_at_every_instant(stack: Endpoints, spark: Any, cassand
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "job"
     args = ["history", "--config", str(config), "--output", str(output), "--name", f"{bridge}-history",
             "--track-history-except", "n"]
-    job = start_job([*args, "--max-offsets-per-trigger", "40", "--trigger-interval", "1 second"], tmp_path,
+    job = start_job([*args, "--max-offsets-per-trigger", "80", "--trigger-interval", "1 second"], tmp_path,
                     checkpoint)
     try:
         wait_until(lambda: job.committed_batches() >= 1 and job.planned_batches() >= 2, 600,
