@@ -1,0 +1,67 @@
+"""The history's `mapInArrow` function on Arrow batches, without a Spark session: list appends,
+map puts and removals, UDT fields, covering deletes, keys split across batches, date keys."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from bridge.spark.history_arrow import COVERING, DATA, input_type, versions_in_arrow
+from bridge.spark.mirror_frames import MirrorColumns
+from bridge.spark.shape import ColumnShape
+
+ENTRY = T.StructType([T.StructField("key", T.IntegerType()), T.StructField("value", T.StringType())])
+UDT = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
+COLUMNS = MirrorColumns((
+    ColumnShape("pk", True, T.IntegerType(), "date"),
+    ColumnShape("l", False, T.ArrayType(T.IntegerType()), None, "list", True),
+    ColumnShape("m", False, T.ArrayType(ENTRY), None, "map", True),
+    ColumnShape("u", False, UDT, None, "udt", True),
+))
+DAY = datetime.date(2026, 3, 3)
+
+
+def change(ts: int, offset: int, **fields: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {f.name: None for f in input_type(COLUMNS).fields}
+    row.update({"pk": DAY, "_cdc_ts": ts, "_cdc_rank": 0, "_cdc_offset": offset, "_cdc_op": "u", "_cdc_kind": DATA,
+                "l__cell": False, "m__cell": False, "u__cell": False})
+    row.update(fields)
+    return row
+
+
+def run(batches: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    schema = to_arrow_schema(input_type(COLUMNS))
+    compute = versions_in_arrow(COLUMNS, None)
+    out = compute(iter([pa.RecordBatch.from_pylist(rows, schema=schema) for rows in batches]))
+    return [row for batch in out for row in batch.to_pylist()]
+
+
+def test_element_changes_of_lists_maps_and_udts_over_arrow() -> None:
+    rows = run([
+        [change(10, 1, l__elements={"added": [1, 2], "removed": None}),
+         change(20, 2, m__elements={"added": [{"key": 1, "value": "x"}, {"key": 2, "value": "y"}], "removed": None})],
+        [change(30, 3, m__elements={"added": None, "removed": [1]}, u__elements={"added": {"a": 5, "b": None},
+                                                                                 "removed": None}),
+         change(40, 4, _cdc_op="c", m__cell=True, m=[(7, "z")], u__elements={"added": None, "removed": ["a"]})],
+        [{**change(50, 9), "_cdc_kind": COVERING, "_cdc_op": None}],
+    ])
+    got = [(r["__START_AT"], r["__END_AT"], r["__START_OP"], r["l"], r["m"], r["u"]) for r in rows]
+    assert got == [
+        (10, 20, "u", [1, 2], None, None),
+        (20, 30, "u", [1, 2], [(1, "x"), (2, "y")], None),
+        (30, 40, "u", [1, 2], [(2, "y")], {"a": 5, "b": None}),
+        (40, 50, "c", [1, 2], [(7, "z")], None),
+    ]
+    assert all(r["pk"] == DAY for r in rows)
+
+
+def test_each_key_gets_its_own_versions_when_its_rows_span_batches() -> None:
+    other = datetime.date(2026, 3, 4)
+    rows = run([[change(10, 1, l__elements={"added": [1], "removed": None})],
+                [change(20, 2, l__elements={"added": [2], "removed": None}),
+                 change(15, 3, pk=other, l__elements={"added": [9], "removed": None})]])
+    assert [(r["pk"], r["__START_AT"], r["l"]) for r in rows] == [(DAY, 10, [1]), (DAY, 20, [1, 2]), (other, 15, [9])]
