@@ -1,10 +1,11 @@
-"""The mirror's Spark SQL fold against the reference fold (`bridge.spark.fold`): random changes of
-a few rows and their static rows (cells set and nulled, element changes of a set, a map, a list
-and a UDT, inserts, updates, row deletes, snapshot rows, often at the timestamp of another change
-of their row, out-of-order timestamps, replays, range and partition deletes that arrive before or
-after the writes they cover), micro-batch after micro-batch through `MirrorWriter.apply` into a
-Delta table; after each one the table equals the reference's rows. And a table written before
-`_cdc_rank` existed gets it, its rows' positions read as writes."""
+"""The mirror's fold (Python over Arrow, `bridge.spark.arrow_fold`) against the reference fold
+(`bridge.spark.fold`): random changes of a few rows and their static rows (cells set and nulled,
+element changes of a set, a map, a list and a UDT, inserts, updates, row deletes, snapshot rows,
+often at the timestamp of another change of their row, out-of-order timestamps, replays, range and
+partition deletes that arrive before or after the writes they cover), micro-batch after
+micro-batch through `MirrorWriter.apply` into a Delta table; after each one the table equals the
+reference's rows. And a table written before `_cdc_rank` existed gets it, its rows' positions read
+as writes."""
 
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def _connect(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("seed", [1, 5])  # seeds whose batches tell every rank rule apart
-def test_sql_fold_equals_the_reference_fold(spark: Any, tmp_path: Path, seed: int) -> None:
+def test_arrow_fold_equals_the_reference_fold(spark: Any, tmp_path: Path, seed: int) -> None:
     """Six micro-batches of random changes of 8 rows and 2 static rows in 2 partitions: after
     each, the Delta table's rows (values, marker, position) equal the reference fold's."""
     rng = random.Random(seed)
