@@ -128,7 +128,7 @@ def versions_in_arrow(columns: MirrorColumns,
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        schema = to_arrow_schema(spark_type)
+        schema = to_arrow_schema(spark_type, timezone="UTC")  # Spark passes timestamps to Arrow as UTC
 
         def rows() -> Iterator[dict[str, Any]]:
             for batch in batches:

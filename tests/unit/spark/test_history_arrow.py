@@ -21,6 +21,7 @@ COLUMNS = MirrorColumns((
     ColumnShape("l", False, T.ArrayType(T.IntegerType()), None, "list", True),
     ColumnShape("m", False, T.ArrayType(ENTRY), None, "map", True),
     ColumnShape("u", False, UDT, None, "udt", True),
+    ColumnShape("at", False, T.LongType(), "timestamp"),
 ))
 DAY = datetime.date(2026, 3, 3)
 
@@ -28,13 +29,13 @@ DAY = datetime.date(2026, 3, 3)
 def change(ts: int, offset: int, **fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = {f.name: None for f in input_type(COLUMNS).fields}
     row.update({"pk": DAY, "_cdc_ts": ts, "_cdc_rank": 0, "_cdc_offset": offset, "_cdc_op": "u", "_cdc_kind": DATA,
-                "l__cell": False, "m__cell": False, "u__cell": False})
+                "l__cell": False, "m__cell": False, "u__cell": False, "at__cell": False})
     row.update(fields)
     return row
 
 
 def run(batches: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    schema = to_arrow_schema(input_type(COLUMNS))
+    schema = to_arrow_schema(input_type(COLUMNS), timezone="UTC")
     compute = versions_in_arrow(COLUMNS, None)
     out = compute(iter([pa.RecordBatch.from_pylist(rows, schema=schema) for rows in batches]))
     return [row for batch in out for row in batch.to_pylist()]
@@ -57,6 +58,12 @@ def test_element_changes_of_lists_maps_and_udts_over_arrow() -> None:
         (40, 50, "c", [1, 2], [(7, "z")], None),
     ]
     assert all(r["pk"] == DAY for r in rows)
+
+
+def test_a_timestamp_column_passes_through() -> None:
+    at = datetime.datetime(2026, 3, 3, 12, 0, 0, 123456, tzinfo=datetime.UTC)
+    rows = run([[change(10, 1, _cdc_op="c", at__cell=True, at=at)]])
+    assert [(r["__START_AT"], r["at"]) for r in rows] == [(10, at)]
 
 
 def test_each_key_gets_its_own_versions_when_its_rows_span_batches() -> None:
