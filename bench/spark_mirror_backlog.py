@@ -8,8 +8,9 @@ dropped-changes topic on (`--keyspace` reuses a filled keyspace; `--topics A,B,C
 topics an earlier run's worker wrote, as its report lists them). Then `cdc-bridge spark mirror --config F --checkpoint D
 --delta P --available-now` runs as its own process, with Spark's event log on. Measured:
 
-- overall rows/s (input records over the query's time, session start excluded and reported
-  apart) and steady rows/s (the micro-batches after the first);
+- overall rows/s (input records over the query's time up to the end-of-run compaction's end,
+  session start excluded and reported apart) and steady rows/s (the micro-batches after the
+  first, compactions inside them included); each compaction's table, rows and seconds;
 - per micro-batch: duration, rows, Spark jobs (from the event log: the jobs whose
   `streaming.sql.batchId` is the batch's) and the seconds spent inside jobs (the rest is the
   driver: planning, Delta's log, Python);
@@ -155,8 +156,13 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
         "oom": "OutOfMemoryError" in log.read_text(errors="replace"),
         "error_lines": [line for line in log.read_text(errors="replace").splitlines() if line.startswith("error: ")],
     }
+    compactions = [e for e in events if e.get("event") == "mirror compacted"]
+    result["compactions"] = [{"table": e["table"], "rows_changed": e["rows_changed"], "s": e["seconds"]}
+                             for e in compactions]
     if batches and started:
-        query_s = timestamp_of(batches[-1]) - timestamp_of(started)
+        # merge-on-read: the run ends with the last table's compaction, which counts
+        ended = max([timestamp_of(batches[-1]), *[timestamp_of(e) for e in compactions]])
+        query_s = ended - timestamp_of(started)
         steady = batches[1:] or batches
         result.update({
             "query_s": round(query_s, 1), "rows_per_s_overall": round(rows / query_s),
@@ -182,6 +188,12 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
     fresh = ["--config", str(config), "--checkpoint", str(folder / "checkpoint-overhead"),
              "--delta", str(folder / "mirror-overhead"), "--starting-offsets", "latest"]
     result["overhead"] = overhead_of(endpoints, fresh, topics[0], folder)
+    # the same into the backlog's mirror (its rows, merge-on-read: the micro-batch appends to the
+    # changelog and does not read the table; one in --compact-every-batches also compacts)
+    into_big = ["--config", str(config), "--checkpoint", str(folder / "checkpoint-overhead-big"),
+                "--delta", str(delta), "--starting-offsets", "latest"]
+    (folder / "big").mkdir()
+    result["overhead_into_backlog_mirror"] = overhead_of(endpoints, into_big, topics[0], folder / "big")
     result["load_average"] = os.getloadavg()
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     return result

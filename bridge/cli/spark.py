@@ -49,9 +49,16 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
                          help="compacted topic holding each job's last micro-batch written to Kafka")
     flatten.set_defaults(handler=_flatten)
     mirror = jobs.add_parser("mirror", help="keep one Delta table per source table equal to it",
-                             description="MERGE each micro-batch into Delta tables PATH/<keyspace>/<table>.")
+                             description="Append each micro-batch to changelogs PATH/_cdc_changes/<keyspace>/<table> "
+                             "and MERGE them into Delta tables PATH/<keyspace>/<table> (merge-on-read).")
     _common(mirror, default_master)
     mirror.add_argument("--delta", required=True, metavar="PATH", help="root folder of the mirror tables")
+    mirror.add_argument("--compact-every-batches", type=int, metavar="N", help="fold the pending changes into "
+                        "the Delta tables every N micro-batches (default 10) and at the end of --available-now; "
+                        "between compactions Spark readers get the current state from "
+                        "bridge.spark.mirror_view.current_state")
+    mirror.add_argument("--compact-every-changes", type=int, metavar="M", help="... or once M changes are "
+                        "pending (default 500000)")
     mirror.set_defaults(handler=_mirror)
     history = jobs.add_parser("history", help="keep every version of every row (SCD type 2) in Delta tables",
                               description="Append each micro-batch's changes to PATH/_cdc_changes/<keyspace>/<table> "
@@ -157,7 +164,8 @@ def _flatten(args: argparse.Namespace) -> int:
 def _mirror(args: argparse.Namespace) -> int:
     from bridge.spark.runner import run_mirror
 
-    return run_mirror(_job(args), delta_root=args.delta)
+    return run_mirror(_job(args), delta_root=args.delta, compact_every_batches=args.compact_every_batches,
+                      compact_every_changes=args.compact_every_changes)
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ from bridge.spark.kafka_tasks import (
     flatten_partition,
     produce_partition,
 )
-from bridge.spark.mirror import MirrorWriter
+from bridge.spark.mirror import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES, MirrorQuery, MirrorWriter
 from bridge.spark.record_flattener import Flattener, RecordFlattener
 from bridge.spark.smt_options import SmtOptions
 
@@ -313,10 +313,16 @@ def _split_for(source: SourceOptions, parallelism: int) -> int | None:
     return parallelism if partitions < parallelism else None
 
 
-def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str) -> Any:
+def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str,
+                 compact_every_batches: int = COMPACT_EVERY_BATCHES,
+                 compact_every_changes: int = COMPACT_EVERY_CHANGES) -> Any:
+    """The mirror's query; with `available_now`, its `awaitTermination` compacts every table at
+    the end of the run (`MirrorQuery`)."""
     problem = source.cdc.mirror_problem()
     if problem is not None:
         raise SparkJobError(problem)
+    if compact_every_batches < 1 or compact_every_changes < 1:
+        raise SparkJobError("--compact-every-batches / --compact-every-changes: must be at least 1")
     name = run.job_name("mirror")
     if source.min_partitions is None:
         # Read in pieces: the fold orders each key's changes by their position, not by the order
@@ -329,5 +335,6 @@ def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *,
     if source.max_offsets_per_trigger is None:
         source = dataclasses.replace(source, max_offsets_per_trigger=MIRROR_BATCH_CAP)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
-                          source.registry_url)
-    return start(spark, read_stream(spark, source), writer, run, name)
+                          source.registry_url, compact_every_batches, compact_every_changes)
+    return MirrorQuery(start(spark, read_stream(spark, source), writer, run, name), writer, spark,
+                       compact_at_end=run.available_now)

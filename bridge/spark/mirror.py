@@ -1,20 +1,22 @@
-"""The current-state mirror: one Delta table per source table, kept equal to the ScyllaDB table by a
-`foreachBatch` MERGE of each micro-batch.
+"""The current-state mirror: one Delta table per source table, kept equal to the ScyllaDB table by
+merge-on-read.
 
-Per micro-batch and table, in Spark SQL only (no Python per row): the changes become typed events
-(`mirror_frames`), the stored rows they touch (and those of partitions with new range /
-partition deletes) are read back, the stored deletes covering those keys are joined in
-(`mirror_tombstones`), each key's events are folded by one `aggregate` (`mirror_fold`, the
-semantics of the reference `bridge.spark.fold`), and one MERGE on the key columns writes upserts
-and deletes into a table with deletion vectors (a small batch marks the rows it replaces instead
-of rewriting their files). Bookkeeping columns `_cdc_marker`,
-`_cdc_ts_us`, `_cdc_rank`, `_cdc_offset` make replays idempotent (the fold skips changes at or
-before a row's position), and the MERGE also carries Delta's idempotent-write marker (`txnAppId`
-= job name and table, `txnVersion` = batch id), so a micro-batch re-run after a restart commits
-nothing twice.
+Each micro-batch (`foreachBatch`) turns its changes into typed events (`mirror_frames`) and
+appends them, with its range / partition deletes, to each table's changelog (`mirror_changelog`)
+without reading the mirror, so its cost follows the micro-batch, not the table. Every
+`compact_every_batches` micro-batches, or once `compact_every_changes` changes are pending, and
+at the end of an `--available-now` run, a compaction (`mirror_compaction`) folds each table's
+pending changes with the stored rows they touch and the stored deletes covering them
+(`mirror_tombstones`; the fold is `mirror_fold`'s, the semantics of the reference
+`bridge.spark.fold`) and writes them with one MERGE on the key columns into a table with deletion
+vectors. `mirror_view.current_state` gives Spark readers the exact state in between.
 
-Column roles are kept in the Delta schema's field metadata (`cdc.role`, `cdc.collection`,
-`cdc.elements`, `cdc.logical`), so a batch holding only a range delete knows the table.
+Bookkeeping columns `_cdc_marker`, `_cdc_ts_us`, `_cdc_rank`, `_cdc_offset` make replays
+idempotent (the fold skips changes at or before a row's position); the changelog's append and the
+MERGE carry Delta's idempotent-write marker, so a micro-batch re-run after a restart appends or
+commits nothing twice. Column roles are kept in the Delta schema's field metadata (`cdc.role`,
+`cdc.collection`, `cdc.elements`, `cdc.logical`), so a batch holding only a range delete knows the
+table.
 """
 
 from __future__ import annotations
@@ -36,18 +38,20 @@ from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.fold import HIDDEN
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
-from bridge.spark.mirror_fold import ACTION, fold_rows, stored_event
-from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect, same_key
-from bridge.spark.mirror_tombstones import TombstoneStore
+from bridge.spark.mirror_changelog import ChangeLog, changes_path
+from bridge.spark.mirror_compaction import compact as compact_table
+from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
+from bridge.spark.mirror_tombstones import TombstoneStore, tombstone_path
 from bridge.spark.shape import ColumnShape
 
 log = structlog.get_logger(__name__)
 # Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
-# Changes of a table in one micro-batch up to which their keys are broadcast (a few MB; the
-# default cap is 100,000 records per micro-batch over all tables).
-BROADCAST_KEYS = 200_000
+# Compaction defaults (docs/spark.md, "Merge-on-read"): the Delta table read outside Spark is at
+# most this many micro-batches, or about this many changes, behind the topics.
+COMPACT_EVERY_BATCHES = 10
+COMPACT_EVERY_CHANGES = 500_000
 
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:
@@ -93,8 +97,14 @@ class MirrorWriter:
 
     def __init__(self, root: str, name: str, value_format: ValueFormat,
                  avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
-                 registry_url: str | None = None) -> None:
+                 registry_url: str | None = None, compact_every_batches: int = COMPACT_EVERY_BATCHES,
+                 compact_every_changes: int = COMPACT_EVERY_CHANGES) -> None:
         self.root = root.rstrip("/")
+        self.compact_every_batches = compact_every_batches
+        self.compact_every_changes = compact_every_changes
+        self._changelogs: dict[str, ChangeLog] = {}
+        self._since = 0  # changes appended since this process's last compaction
+        self._pending_batches = 0  # micro-batches appended since then
         self.name = name
         self.value_format = value_format
         self.avro_decoder = avro_decoder
@@ -109,7 +119,7 @@ class MirrorWriter:
         return f"{self.root}/{keyspace}/{table}"
 
     def tombstone_path(self, keyspace: str, table: str) -> str:
-        return f"{self.root}/_cdc_dropped/{keyspace}/{table}"
+        return tombstone_path(self.root, keyspace, table)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
@@ -129,13 +139,16 @@ class MirrorWriter:
             dropped = self._dropped(groups)
             for table in sorted(set(tables) | set(dropped)):
                 table_started = time.monotonic()
-                changed = self.apply(spark, table, tables.get(table, []), dropped.get(table, []),
-                                     batch_id)
+                appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
+                self._since += appended
                 log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
-                         rows_changed=changed, seconds=round(time.monotonic() - table_started, 2))
+                         changes_appended=appended, seconds=round(time.monotonic() - table_started, 2))
         finally:
             self._keys.clear()
             batch.unpersist()
+        self._pending_batches += 1
+        if self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes:
+            self.compact(spark)
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
 
@@ -172,7 +185,15 @@ class MirrorWriter:
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
               dropped: list[dict[str, Any]], batch_id: int) -> int:
-        """Mirror one table's changes of the micro-batch; returns the rows upserted or deleted."""
+        """Mirror one table's changes of a micro-batch at once (append, then compact the table);
+        returns the rows upserted or deleted."""
+        self.append(spark, table, groups, dropped, batch_id)
+        return self.compact(spark, [table])
+
+    def append(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
+               dropped: list[dict[str, Any]], batch_id: int) -> int:
+        """Append one table's changes of the micro-batch to its changelog (the mirror is not read);
+        returns the changes appended."""
         from delta.tables import DeltaTable
 
         path = self.path(*table)
@@ -187,29 +208,73 @@ class MirrorWriter:
             columns = columns.merged_with(self._columns_of(group))
         if not columns.columns:
             return 0  # dropped changes of a table the mirror has never seen: nothing to delete
+        # The table holds every column before a change of it is pending, so a reader (the view, the
+        # compaction) knows the columns from the table alone.
         if known is None or outdated or len(columns.columns) != len(known.columns):
             self._ensure_table(spark, path, columns, known is not None)
         self._columns[path] = columns
-        app_id = f"{self.name}:{table[0]}.{table[1]}"
-        store = self._tombstones.setdefault(path, TombstoneStore(self.tombstone_path(*table)))
+        app_id = self._app_id(table)
+        store = self._store(table)
         partition_keys = store.partition_keys(spark, dropped)
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
-        target = DeltaTable.forPath(spark, path)
-        # The events are read by the stored-row lookup, the union and the deletes' keys: cached (as
-        # the MERGE's first job computes them), so the micro-batch's JSON is parsed once.
+        # cached: the changelog's append counts them first (the micro-batch's JSON is parsed once)
         events = reduce(DataFrame.unionByName, [self._events(g, columns) for g in groups]).persist() \
             if groups else None
         try:
-            # Counting fills the cache (the next jobs read it) and says whether the batch's keys
-            # can be broadcast to the stored-row lookup (below).
-            small = events is not None and events.count() <= BROADCAST_KEYS
-            source = self._merge_source(spark, target.toDF(), store, events, dropped, columns, partition_keys,
-                                        small)
-            return self._merge(spark, target, source, columns, app_id, batch_id) if source is not None else 0
+            return self._changes(table).append(spark, columns, events, dropped, f"{app_id}:changes", batch_id)
         finally:
             if events is not None:
                 events.unpersist()
+
+    def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None) -> int:
+        """Fold the pending changes of `tables` (default: every table with a changelog under the
+        root) into the mirror, one MERGE per table (`mirror_compaction`); returns the rows upserted
+        or deleted."""
+        total = 0
+        for table in self.changelog_tables(spark) if tables is None else tables:
+            started = time.monotonic()
+            path = self.path(*table)
+            columns = self._columns.get(path)
+            if columns is None:
+                from delta.tables import DeltaTable
+
+                columns = self._columns[path] = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
+            changed = compact_table(spark, path, columns, self._changes(table), self._store(table), self._app_id(table))
+            total += changed
+            log.info("mirror compacted", keyspace=table[0], table=table[1], rows_changed=changed,
+                     seconds=round(time.monotonic() - started, 2))
+        if tables is None:
+            self._since = 0
+            self._pending_batches = 0
+        return total
+
+    def changelog_tables(self, spark: SparkSession) -> list[tuple[str, str]]:
+        """(keyspace, table) of every changelog under the root (a listing of its folders)."""
+        # Hadoop's file system: the root may be any URI Spark writes to (PySpark has no listing API)
+        context: Any = spark.sparkContext
+        base = context._jvm.org.apache.hadoop.fs.Path(f"{self.root}/_cdc_changes")  # noqa: SLF001
+        fs = base.getFileSystem(context._jsc.hadoopConfiguration())  # noqa: SLF001
+        if not fs.exists(base):
+            return []
+        found = []
+        for keyspace in fs.listStatus(base):
+            if keyspace.isDirectory():
+                for table in fs.listStatus(keyspace.getPath()):
+                    if table.isDirectory() and not table.getPath().getName().startswith("_"):
+                        found.append((str(keyspace.getPath().getName()), str(table.getPath().getName())))
+        return sorted(found)
+
+    def _app_id(self, table: tuple[str, str]) -> str:
+        return f"{self.name}:{table[0]}.{table[1]}"
+
+    def _store(self, table: tuple[str, str]) -> TombstoneStore:
+        path = self.tombstone_path(*table)
+        return self._tombstones.setdefault(path, TombstoneStore(path))
+
+    def _changes(self, table: tuple[str, str]) -> ChangeLog:
+        path = changes_path(self.root, *table)
+        return self._changelogs.setdefault(path, ChangeLog(path))
 
     def _columns_of(self, group: Group) -> tuple[ColumnShape, ...]:
         assert group.shape is not None
@@ -224,46 +289,6 @@ class MirrorWriter:
         if self._advanced is None:
             return change_events(group, columns)
         return self._advanced.events(group, columns, self._keys[id(group)])
-
-    def _merge_source(self, spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
-                      dropped: list[dict[str, Any]], columns: MirrorColumns,
-                      partition_keys: list[str], small: bool) -> DataFrame | None:
-        """The folded rows to write: key columns, values, bookkeeping and `_cdc_action`. `small`:
-        the micro-batch's keys are broadcast to the lookups of the stored rows, which then scan
-        the mirror once instead of shuffling and sorting all of it (Spark cannot size the
-        not-yet-cached events and would pick a sort-merge join: a cost that grows with the table)."""
-        names = columns.key_names
-        keyed = [F.col(f"`{n}`") for n in names]
-        touched: list[DataFrame] = []
-        event_keys = events.select(*keyed) if events is not None else None
-        if event_keys is not None and small:
-            event_keys = F.broadcast(event_keys)
-        if event_keys is not None:
-            touched.append(stored.join(event_keys, same_key(stored, event_keys, names), "left_semi"))
-        if dropped and partition_keys:  # every stored row of their partitions, but those just read
-            partitions = self._partitions(spark, columns, partition_keys, dropped)
-            rows = stored.join(partitions, partition_keys, "left_semi")
-            if event_keys is not None:
-                rows = rows.join(event_keys, same_key(rows, event_keys, names), "left_anti")
-            touched.append(rows)
-        if not touched:
-            return None
-        initial = reduce(DataFrame.unionByName, touched).select(*keyed, stored_event(columns.values).alias("x"))
-        parts = [initial] if events is None else [events, initial]
-        deletes = store.covering(spark, reduce(DataFrame.unionByName, [p.select(*keyed) for p in parts]).distinct(),
-                                 columns, partition_keys)
-        if deletes is not None:
-            parts.append(deletes)
-        return fold_rows(reduce(DataFrame.unionByName, parts), columns.keys, columns.values)
-
-    def _partitions(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
-                    dropped: list[dict[str, Any]]) -> DataFrame:
-        """The partitions of this micro-batch's deletes (a few: built on the driver), Delta types."""
-        pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
-        texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
-        parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(
-            F.from_json("pk", pk_type).alias("p"))
-        return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
 
     def _ensure_table(self, spark: SparkSession, path: str, columns: MirrorColumns, exists: bool) -> None:
         schema = delta_schema(columns)
@@ -282,25 +307,25 @@ class MirrorWriter:
             writer.save(path)
         log.info("mirror table schema written", path=path, columns=[f.name for f in schema.fields])
 
-    def _merge(self, spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns, app_id: str,
-               batch_id: int) -> int:
-        """One MERGE on the key columns; returns the rows it updated, inserted or deleted. Delta
-        materializes the source once (its `merge.materializeSource=auto`: the source is not a
-        Delta table alone), so the fold runs once although the MERGE reads its source twice."""
-        names = [c.name for c in columns.columns] + list(HIDDEN)
-        condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
-        assignments = {f"`{n}`": f"s.`{n}`" for n in names}
-        conf = spark.conf
-        conf.set("spark.databricks.delta.write.txnAppId", app_id)
-        conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
-        try:
-            metrics = (target.alias("t").merge(source.alias("s"), condition)
-                       .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
-                       .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
-                       .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
-                       .execute())
-        finally:
-            conf.unset("spark.databricks.delta.write.txnAppId")
-            conf.unset("spark.databricks.delta.write.txnVersion")
-        row = metrics.first() if metrics is not None else None
-        return int(row["num_affected_rows"]) if row is not None else 0
+
+class MirrorQuery:
+    """The mirror's streaming query; with `compact_at_end` (an `--available-now` run), once the
+    query has ended without failure `awaitTermination` compacts every table, so the Delta table
+    read outside Spark is current when the run ends. Everything else is the query's."""
+
+    def __init__(self, query: Any, writer: MirrorWriter, spark: SparkSession, *, compact_at_end: bool) -> None:
+        self._query = query
+        self._writer = writer
+        self._spark = spark
+        self._compact_at_end = compact_at_end
+
+    def awaitTermination(self, timeout: float | None = None) -> bool | None:
+        ended = self._query.awaitTermination() if timeout is None else self._query.awaitTermination(timeout)
+        if ended is not False and self._compact_at_end and self._query.exception() is None:
+            self._compact_at_end = False
+            self._writer.compact(self._spark)
+        return ended  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._query, name)
+

@@ -30,6 +30,10 @@ RETENTION_US = 24 * 3600 * 1_000_000
 SCHEMA = "pk_names string, pk_json string, ts long, event string"
 
 
+def tombstone_path(root: str, keyspace: str, table: str) -> str:
+    return f"{root.rstrip('/')}/_cdc_dropped/{keyspace}/{table}"
+
+
 class TombstoneStore:
     def __init__(self, path: str, retention_us: int = RETENTION_US) -> None:
         self.path = path

@@ -112,11 +112,19 @@ def killed_then_resumed(pipeline: Pipeline, args: list[str], label: str, during:
 
 
 def assert_mirror_equals_base_tables(pipeline: Pipeline, spark: Any, cassandra_session: Any, delta: Path) -> None:
+    """After an --available-now run: its end-of-run compaction left nothing pending, and both the
+    Delta table and the current-state view equal the base table."""
+    from bridge.spark.mirror_view import current_state
+
     for table in workload.TABLES:
         base = workload.base_rows(cassandra_session, pipeline.keyspace, table)
-        mirror = workload.mirror_rows(spark, str(delta / pipeline.keyspace / table), table)
+        path = str(delta / pipeline.keyspace / table)
+        assert spark.read.format("delta").load(str(delta / "_cdc_changes" / pipeline.keyspace / table)).count() == 0
+        mirror = workload.mirror_rows(spark, path, table)
         assert len(base) > 0
         assert workload.differences(base, mirror) == [], f"{table}: mirror differs from the base table"
+        view = workload.mirror_rows(spark, path, table, current_state(spark, str(delta), pipeline.keyspace, table))
+        assert workload.differences(base, view) == [], f"{table}: the current-state view differs from the base table"
 
 
 def source_changes(pipeline: Pipeline) -> collections.Counter[Change]:

@@ -174,6 +174,7 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
     read (read_committed), the resumed chunks give their rows again, and the mirror converges."""
     from bridge.spark.decode import ValueFormat
     from bridge.spark.mirror import MirrorWriter
+    from bridge.spark.mirror_view import current_state
 
     name, emu = table
     bridge = f"sm-{uuid.uuid4().hex[:8]}"
@@ -220,7 +221,8 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
     # the mirror, micro-batch by micro-batch: every topic-partition cut in three
     ends = end_offsets(stack.kafka_bootstrap, topics)
     root = tmp_path / "mirror"
-    mirror = MirrorWriter(str(root), "snap", ValueFormat.JSON_SCHEMAS)
+    # compacted after the second micro-batch: the third's changes are pending when the view is read
+    mirror = MirrorWriter(str(root), "snap", ValueFormat.JSON_SCHEMAS, compact_every_batches=2)
     cuts = [{tp: end * i // 3 for tp, end in ends.items()} for i in range(4)]
     for batch_id in range(3):
         start, end = cuts[batch_id], cuts[batch_id + 1]
@@ -238,14 +240,22 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
         mirror(batch, batch_id)
 
     keyspace, table_name = name.split(".")
-    frame = spark.read.format("delta").load(str(root / keyspace / table_name))
-    got = as_cql({(r["pk"], r["ck"]): {c: _canonical(r[c]) for c in VALUES} for r in frame.collect()})
     want = {(r.pk, r.ck): {c: _canonical(getattr(r, c)) for c in VALUES}
             for r in cassandra_session.execute(f"SELECT * FROM {name}")}
-    differing = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
     ambiguous = read_while_in_flight(envelopes, landed)
-    unexplained = {k: v for k, v in differing.items() if k not in ambiguous}
-    assert not unexplained, (f"{len(unexplained)} rows differ (mirror, table), e.g. "
-                             f"{sorted(unexplained.items(), key=str)[:5]}")
-    assert len(differing) <= 2, f"rows read while a write was in flight differ too often: {differing}"
+
+    def assert_equal(frame: Any, what: str) -> None:
+        got = as_cql({(r["pk"], r["ck"]): {c: _canonical(r[c]) for c in VALUES} for r in frame.collect()})
+        differing = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+        unexplained = {k: v for k, v in differing.items() if k not in ambiguous}
+        assert not unexplained, (f"{what}: {len(unexplained)} rows differ (mirror, table), e.g. "
+                                 f"{sorted(unexplained.items(), key=str)[:5]}")
+        assert len(differing) <= 2, f"{what}: rows read while a write was in flight differ too often: {differing}"
+
+    pending = spark.read.format("delta").load(str(root / "_cdc_changes" / keyspace / table_name)).count()
+    assert pending > 0, "the third micro-batch's changes wait for the next compaction"
+    assert_equal(current_state(spark, str(root), keyspace, table_name), "the view between two compactions")
+    mirror.compact(spark)
+    assert_equal(spark.read.format("delta").load(str(root / keyspace / table_name)), "the table after the last")
+    assert_equal(current_state(spark, str(root), keyspace, table_name), "the view after the last compaction")
     assert any(row["l"] and len(row["l"]) > 3 for row in want.values()), "lists with appends"

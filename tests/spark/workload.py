@@ -119,9 +119,10 @@ def base_rows(session: Any, keyspace: str, table: str) -> dict[tuple[Any, ...], 
     return rows
 
 
-def mirror_rows(spark: Any, path: str, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+def mirror_rows(spark: Any, path: str, table: str, frame: Any = None) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The Delta table's rows at `path` (or those of `frame`, e.g. the mirror's current-state view)."""
     key = ("pk", "ck") if table == "items" else ("id",)
-    frame = spark.read.format("delta").load(path)
+    frame = spark.read.format("delta").load(path) if frame is None else frame
     columns = [c for c in frame.columns if not c.startswith("_cdc_")]
     rows = {}
     for row in frame.select(*columns).collect():

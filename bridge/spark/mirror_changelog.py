@@ -1,0 +1,120 @@
+"""A mirror table's changelog: the typed changes not yet folded into the table (merge-on-read).
+
+Each micro-batch appends, without reading the mirror, its changes of the table to the Delta table
+`<root>/_cdc_changes/<keyspace>/<table>`: one row per data change (the key columns in the mirror's
+types and `x`, the fold's event, `bridge.spark.mirror_fold.data_event`) and one row per range /
+partition delete (`_cdc_drop`: the delete's key as JSON, the key columns and `x` null: a
+compaction reads the stored rows of its partition back, the delete itself lives in the tombstone
+store), each with `_cdc_batch`, the micro-batch's id. The append carries Delta's idempotent-write
+marker (`txnAppId` = the job's name, table and `:changes`, `txnVersion` = the batch id), so a
+micro-batch re-run after a crash appends nothing twice. A compaction (`mirror_compaction`) folds
+what is pending into the table and then empties the changelog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.mirror_fold import event_type
+from bridge.spark.mirror_frames import MirrorColumns
+
+DROP = "_cdc_drop"
+BATCH = "_cdc_batch"
+
+
+def changes_path(root: str, keyspace: str, table: str) -> str:
+    return f"{root.rstrip('/')}/_cdc_changes/{keyspace}/{table}"
+
+
+def conform_event(x: Column, stored: T.DataType, columns: MirrorColumns) -> Column:
+    """`x` as read from the changelog in the event type of the table's current columns: a change
+    appended before a column was added lacks that column's fields (null: "not touched")."""
+    have = set(stored.fieldNames()) if isinstance(stored, T.StructType) else set()
+    target = event_type(columns.values)
+    return F.struct(*[(x[f.name] if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+                      for f in target.fields])
+
+
+@dataclass
+class Pending:
+    """What a changelog holds: the data changes `(key columns..., x)` (None when there are none)
+    and the range / partition deletes as the fold's dicts (their `key` alone), up to batch `last`."""
+
+    events: DataFrame | None
+    dropped: list[dict[str, Any]]
+    last: int
+
+
+class ChangeLog:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pending_rows: int | None = None  # known once appended to or read by this process
+        self.last_batch = -1
+
+    def exists(self, spark: SparkSession) -> bool:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(spark, self.path))
+
+    def append(self, spark: SparkSession, columns: MirrorColumns, events: DataFrame | None,
+               dropped: list[dict[str, Any]], app_id: str, batch_id: int) -> int:
+        """Append a micro-batch's changes of the table (once per batch id); returns the rows written."""
+        keyed = [F.col(f"`{n}`") for n in columns.key_names]
+        parts: list[DataFrame] = []
+        written = 0
+        if events is not None:
+            written = events.count()  # the caller cached the events: this fills the cache
+            parts.append(events.select(*keyed, "x", F.lit(None).cast("string").alias(DROP)))
+        if dropped:
+            texts = [(orjson.dumps(d["key"]).decode(),) for d in dropped]
+            frame = spark.createDataFrame(texts, f"{DROP} string")
+            nulls = [F.lit(None).cast(c.mirror_type()).alias(c.name) for c in columns.keys]
+            parts.append(frame.select(*nulls, F.lit(None).cast(event_type(columns.values)).alias("x"), DROP))
+            written += len(dropped)
+        if not parts:
+            return 0
+        frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        (frame.withColumn(BATCH, F.lit(batch_id).cast("long")).write.format("delta").mode("append")
+         .option("mergeSchema", "true").option("txnAppId", app_id).option("txnVersion", batch_id).save(self.path))
+        if self.pending_rows is None:
+            self.pending_rows = self._count(spark) if batch_id > self.last_batch else written
+        elif batch_id > self.last_batch:
+            self.pending_rows += written
+        self.last_batch = max(self.last_batch, batch_id)
+        return written
+
+    def _count(self, spark: SparkSession) -> int:
+        return spark.read.format("delta").load(self.path).count() if self.exists(spark) else 0
+
+    def pending(self, spark: SparkSession, columns: MirrorColumns) -> Pending | None:
+        """The changes not yet folded, None when there are none."""
+        if not self.exists(spark):
+            self.pending_rows = 0
+            return None
+        frame = spark.read.format("delta").load(self.path)
+        summary = frame.agg(F.count(F.lit(1)).alias("n"), F.max(BATCH).alias("last")).first()
+        self.pending_rows = int(summary["n"]) if summary is not None else 0
+        if not self.pending_rows or summary is None:
+            return None
+        last = int(summary["last"])
+        self.last_batch = max(self.last_batch, last)
+        dropped = [{"key": orjson.loads(r[DROP])} for r in frame.where(F.col(DROP).isNotNull()).select(DROP).collect()]
+        x_type = frame.schema["x"].dataType
+        keyed = [F.col(f"`{n}`") for n in columns.key_names]
+        events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
+                                                           .alias("x"))
+        return Pending(events, dropped, last)
+
+    def clear(self, spark: SparkSession) -> None:
+        """Remove every pending change (after the compaction that folded them: a metadata-only
+        Delta delete, no condition)."""
+        from delta.tables import DeltaTable
+
+        DeltaTable.forPath(spark, self.path).delete()
+        self.pending_rows = 0

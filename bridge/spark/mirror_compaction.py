@@ -1,0 +1,123 @@
+"""Folding a table's pending changes into the mirror (merge-on-read's compaction), and the fold of
+pending changes with the stored rows they touch, which the compaction writes and the current-state
+view (`mirror_view`) reads.
+
+The fold's input per key: the stored row (if any), the pending changes, and the stored range /
+partition deletes covering the key (`mirror_tombstones`); the stored rows of the partitions of
+pending range / partition deletes are read back too. One MERGE on the key columns writes the
+upserts and deletes, with Delta's idempotent-write marker (`txnAppId` = the job's name and the
+table, `txnVersion` = the last micro-batch folded).
+
+A compaction interrupted between the MERGE and the changelog's removal is safe to repeat: the
+MERGE again with the same version commits nothing; folded at a later compaction (another version),
+every change it already applied is at or before its row's stored position and is skipped, and a
+row it deleted comes back from no stored row to the same end (what followed the last row delete
+is in the changelog again, what preceded it is shadowed by that delete again).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+import orjson
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.fold import HIDDEN
+from bridge.spark.mirror_changelog import ChangeLog
+from bridge.spark.mirror_fold import ACTION, fold_rows, stored_event
+from bridge.spark.mirror_frames import MirrorColumns, from_connect, same_key
+from bridge.spark.mirror_tombstones import TombstoneStore
+
+# Pending changes of a table up to which their keys are broadcast to the stored-row lookup (a few
+# MB): the lookup then scans the mirror once instead of shuffling and sorting all of it.
+BROADCAST_KEYS = 200_000
+
+
+def merge_source(spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
+                 dropped: list[dict[str, Any]], columns: MirrorColumns, partition_keys: list[str],
+                 small: bool) -> DataFrame | None:
+    """The folded rows of the keys that change: key columns, values, bookkeeping and `_cdc_action`
+    ('upsert' | 'delete'); None when nothing is touched. `small`: the changes' keys are broadcast
+    (Spark cannot size the not-yet-cached events and would pick a sort-merge join of the whole
+    mirror: a cost that grows with the table)."""
+    names = columns.key_names
+    keyed = [F.col(f"`{n}`") for n in names]
+    touched: list[DataFrame] = []
+    event_keys = events.select(*keyed) if events is not None else None
+    if event_keys is not None and small:
+        event_keys = F.broadcast(event_keys)
+    if event_keys is not None:
+        touched.append(stored.join(event_keys, same_key(stored, event_keys, names), "left_semi"))
+    if dropped and partition_keys:  # every stored row of their partitions, but those just read
+        rows = stored.join(partitions(spark, columns, partition_keys, dropped), partition_keys, "left_semi")
+        if event_keys is not None:
+            rows = rows.join(event_keys, same_key(rows, event_keys, names), "left_anti")
+        touched.append(rows)
+    if not touched:
+        return None
+    initial = reduce(DataFrame.unionByName, touched).select(*keyed, stored_event(columns.values).alias("x"))
+    parts = [initial] if events is None else [events, initial]
+    deletes = store.covering(spark, reduce(DataFrame.unionByName, [p.select(*keyed) for p in parts]).distinct(),
+                             columns, partition_keys)
+    if deletes is not None:
+        parts.append(deletes)
+    return fold_rows(reduce(DataFrame.unionByName, parts), columns.keys, columns.values)
+
+
+def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
+               dropped: list[dict[str, Any]]) -> DataFrame:
+    """The partitions of the deletes (a few: built on the driver), Delta types."""
+    pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
+    texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
+    parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(F.from_json("pk", pk_type).alias("p"))
+    return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
+
+
+def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: ChangeLog, store: TombstoneStore,
+            app_id: str) -> int:
+    """Fold the table's pending changes into it with one MERGE, then empty the changelog; returns
+    the rows upserted or deleted."""
+    from delta.tables import DeltaTable
+
+    pending = changes.pending(spark, columns)
+    if pending is None:
+        return 0
+    partition_keys = store.partition_keys(spark, pending.dropped)
+    events = pending.events.persist() if pending.events is not None else None
+    try:
+        small = events is not None and events.count() <= BROADCAST_KEYS
+        target = DeltaTable.forPath(spark, path)
+        source = merge_source(spark, target.toDF(), store, events, pending.dropped, columns, partition_keys, small)
+        changed = merge(spark, target, source, columns, app_id, pending.last) if source is not None else 0
+    finally:
+        if events is not None:
+            events.unpersist()
+    changes.clear(spark)
+    return changed
+
+
+def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns, app_id: str,
+          version: int) -> int:
+    """One MERGE on the key columns (null-safe: a static row's clustering columns are null);
+    returns the rows it updated, inserted or deleted. Delta materializes the source once, so the
+    fold runs once although the MERGE reads its source twice."""
+    names = [c.name for c in columns.columns] + list(HIDDEN)
+    condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
+    assignments = {f"`{n}`": f"s.`{n}`" for n in names}
+    conf = spark.conf
+    conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    try:
+        metrics = (target.alias("t").merge(source.alias("s"), condition)
+                   .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
+                   .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
+                   .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
+                   .execute())
+    finally:
+        conf.unset("spark.databricks.delta.write.txnAppId")
+        conf.unset("spark.databricks.delta.write.txnVersion")
+    row = metrics.first() if metrics is not None else None
+    return int(row["num_affected_rows"]) if row is not None else 0
