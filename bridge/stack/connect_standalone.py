@@ -110,6 +110,10 @@ class ConnectStandalone:
             f"offset.storage.file.filename={self.work_dir / 'offsets'}\n"
             "offset.flush.interval.ms=1000\n"
             f"plugin.path={plugins}\n"
+            # Plugins found by scanning their classes alone (Connect's classic way); the default
+            # hybrid_warn runs a service-loader pass over every plugin as well, which finds neither
+            # of ours: the connector's jar lists no SourceConnector, Apicurio's jar no Converter.
+            "plugin.discovery=only_scan\n"
             f"listeners=http://127.0.0.1:{self.rest_port}\n"
         )
         command = [

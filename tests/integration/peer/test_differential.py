@@ -162,6 +162,7 @@ def peer_keyspace(stack: Endpoints, cassandra_session: Any, jar: Path) -> Iterat
     try:
         # Half of every table's statements in the first generation, a vnode generation switch (a
         # node bootstrapped), the other half and the sentinel rows in the new generation.
+        started = time.monotonic()
         for table_statements in statements:
             for statement in table_statements[: STATEMENTS // 2]:
                 emu.execute(statement)
@@ -174,6 +175,7 @@ def peer_keyspace(stack: Endpoints, cassandra_session: Any, jar: Path) -> Iterat
         for seed in _seeds():
             for letter, *_ in shapes:
                 emu.execute(f"INSERT INTO {keyspace}.{letter}{seed} (pk, ck, c_int) VALUES ({SENTINEL}, 0, 7)")
+        print(f"peer workloads written in {time.monotonic() - started:.1f} s")
         yield keyspace
     finally:
         cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
@@ -243,7 +245,9 @@ def outputs(
     prefixes = {fmt.name: (f"J{run}{i}", f"B{run}{i}") for i, fmt in enumerate(FORMATS)}
     try:
         (work / "connect").mkdir()
+        started = time.monotonic()
         connect.start()
+        print(f"Kafka Connect's REST API up in {time.monotonic() - started:.1f} s")
         for fmt in FORMATS:
             peer_prefix, our_prefix = prefixes[fmt.name]
             tables = ",".join(f"{peer_keyspace}.{fmt.tables}{seed}" for seed in _seeds())
@@ -266,7 +270,10 @@ def outputs(
                 props.update({"key.converter.schema.registry.url": url, "value.converter.schema.registry.url": url})
             props.update(dict(fmt.settings))
             workers.append(start_worker(write_properties(work / f"{our_prefix}.properties", props), work, our_prefix))
-        yield _settle(stack.kafka_bootstrap, prefixes, 180 + 20 * SEEDS)
+        started = time.monotonic()
+        settled = _settle(stack.kafka_bootstrap, prefixes, 180 + 40 * SEEDS)
+        print(f"both sides settled in {time.monotonic() - started:.1f} s")
+        yield settled
     finally:
         for worker in workers:  # all told at once: their shutdowns overlap Connect's
             if worker.process.poll() is None:
