@@ -2,9 +2,10 @@
 `cdc-bridge run` worker snapshots them, `op=r`), then writes with explicit `USING TIMESTAMP`
 issued out of timestamp order (so writes older than ones already applied), partial updates, set
 and map element changes, an untracked column, row, range and partition deletes, and a column
-added by ALTER. The topics are fed to `HistoryWriter` in two micro-batches, the later offsets
-first (every key's late changes arrive after newer ones), one of them replayed; then
-`cdc-bridge spark history` runs over the same topics, SIGKILLed after a micro-batch and resumed.
+added by ALTER; the worker is SIGKILLed mid-way and a new one resumes. The topics are fed to
+`HistoryWriter` in two micro-batches, the later offsets first (every key's late changes arrive
+after newer ones), one of them replayed; then `cdc-bridge spark history` runs over the same
+topics, SIGKILLed after a micro-batch and resumed.
 
 At a dozen instants T the history's state at T (`as_of`) equals the reference fold
 (`bridge.spark.fold`) of the writes with a timestamp at or before T, and at the end equals
@@ -201,6 +202,8 @@ def test_history_is_exact_at_every_instant(stack: Endpoints, spark: Any, cassand
     try:
         wait_for(lambda: snapshot_over(worker.events()), 120, "every group's snapshot")
         events = write_all(emu, name, seed=7, count=70, first_i=1, extra=False)
+        worker.kill()  # SIGKILL mid-way: its open transaction is aborted, the next worker resumes
+        worker = start_worker(config, tmp_path, "w1")
         emu.execute(f"ALTER TABLE {name} ADD x int")
         events += write_all(emu, name, seed=8, count=40, first_i=1000, extra=True)
         time.sleep(4)  # the confidence window
