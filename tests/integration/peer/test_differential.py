@@ -290,11 +290,12 @@ def outputs(
 
 
 def _delete_topics(kafka_admin: Any, prefixes: list[str]) -> None:
-    """Both sides' topics (and the connector's heartbeat topics): a shared broker keeps no test's."""
+    """Both sides' topics (the bridge's own `<name>-offsets/-config/-status/-slots` and the
+    connector's heartbeat topics too): a shared broker keeps no test's."""
     names = [
         t
         for t in kafka_admin.list_topics(timeout=15).topics
-        if any(t.startswith((f"{p}.", f"__debezium-heartbeat.{p}")) for p in prefixes)
+        if any(t.startswith((f"{p}.", f"{p}-", f"__debezium-heartbeat.{p}")) for p in prefixes)
     ]
     for future in (kafka_admin.delete_topics(names).values() if names else []):
         future.result(timeout=30)
