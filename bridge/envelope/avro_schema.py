@@ -1,7 +1,10 @@
 """Connect schema -> Avro schema, the way Confluent's AvroConverter (AvroData) maps it.
 
 - struct -> record; the Connect name splits at its last dot into namespace and name, and is kept
-  in `connect.name` (plus `connect.version` when set). A name seen again is a reference.
+  in `connect.name` (plus `connect.version` when set). A name seen again is a reference. As Avro's
+  Java `Schema.toString` writes them (so the registry holds the connector's text, byte for byte):
+  a namespace equal to the enclosing record's is left out, and a reference within its own
+  namespace is the short name.
 - optional -> union `["null", T]` with field default null; an optional schema with a default
   (Debezium's `snapshot` enum) -> `[T, "null"]` with that default.
 - int8/int16 -> int with `connect.type`; int32 -> int; int64 -> long; float32 -> float;
@@ -35,6 +38,8 @@ _PRIMITIVES = {
     cs.STRING: "string",
     cs.BYTES: "bytes",
 }
+_PRIMITIVE_NAMES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string", "record",
+                              "enum", "array", "map", "union", "fixed"})
 _LOGICAL = {cs.DATE_NAME: "date", cs.TIMESTAMP_NAME: "timestamp-millis"}
 
 
@@ -49,6 +54,7 @@ class _Converter:
         self.name_mode = name_mode
         self.defined: dict[str, cs.ConnectSchema] = {}
         self.avro_names: dict[str, str] = {}  # Avro full name -> the Connect name it came from
+        self.space: str | None = None  # the enclosing record's namespace, as Avro's Java writer tracks it
 
     def schema(self, schema: cs.ConnectSchema, ignore_optional: bool = False) -> Any:
         base = self._base(schema)
@@ -85,20 +91,32 @@ class _Converter:
         if known is not None:
             if known != schema:
                 raise SerializationError(f"two different structs are both named {schema.name!r}")
-            return full_name
+            return self._reference(full_name)
         taken = self.avro_names.setdefault(full_name, schema.name)
         if taken != schema.name:
             raise SerializationError(f"structs {taken!r} and {schema.name!r} both get the Avro name {full_name!r}")
         self.defined[schema.name] = schema
         namespace, name = split_name(full_name)
         record: dict[str, Any] = {"type": "record", "name": name}
-        if namespace is not None:
-            record["namespace"] = namespace
-        record["fields"] = self._fields(schema)
+        if namespace != self.space:  # Avro's Java writer leaves out a namespace the record inherits
+            record["namespace"] = namespace or ""
+        outer, self.space = self.space, namespace
+        try:
+            record["fields"] = self._fields(schema)
+        finally:
+            self.space = outer
         if schema.version is not None:
             record["connect.version"] = schema.version
         record["connect.name"] = schema.name
         return record
+
+    def _reference(self, full_name: str) -> str:
+        """A defined record's name as Avro's Java writer refers to it: short within its own
+        namespace (unless the short name is a primitive type's), in full elsewhere."""
+        namespace, name = split_name(full_name)
+        if namespace is not None and namespace == self.space and name not in _PRIMITIVE_NAMES:
+            return name
+        return full_name
 
     def _fields(self, schema: cs.ConnectSchema) -> list[dict[str, Any]]:
         by_name: dict[str, str] = {}

@@ -79,7 +79,10 @@ class AvroSerializer:
         except Exception as error:  # fastavro raises several exception types for bad schemas
             raise SerializationError(f"schema {schema.name} is not valid Avro: {error}") from error
         try:
-            schema_id = self.registry.register_avro(topic + self.suffix, json.dumps(definition))
+            # Compact, non-ASCII as is: the text Avro's Java `Schema.toString` gives the connector's
+            # registrations, so a registry that keys schemas by text (Apicurio) finds them equal.
+            text = json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
+            schema_id = self.registry.register_avro(topic + self.suffix, text)
         except Exception as error:  # the client raises its own error types and plain I/O errors
             raise SerializationError(f"registering the schema of subject {topic + self.suffix}: {error}") from error
         compiled = _Compiled(schema, compile_unchecked(schema), _HEADER.pack(MAGIC_BYTE, schema_id))

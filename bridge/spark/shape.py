@@ -222,35 +222,40 @@ def _type_from_elements(elements: T.DataType | None) -> T.DataType | None:
 # ----------------------------------------------------------------------------- Avro
 
 
-def avro_to_connect(schema: Any, named: dict[str, Any] | None = None) -> dict[str, Any]:
+def avro_to_connect(schema: Any, named: dict[str, Any] | None = None, space: str = "") -> dict[str, Any]:
     """An Avro schema written by Confluent's AvroData (docs/envelope.md 4) back in Connect form,
-    with `optional`, names from `connect.name` and the Date / Timestamp logical types."""
+    with `optional`, names from `connect.name` and the Date / Timestamp logical types. `space`:
+    the enclosing record's namespace, which a nested record and a short reference inherit (Avro's
+    Java writer leaves it out there)."""
     named = {} if named is None else named
     if isinstance(schema, str):
-        if schema in named:
-            return dict(named[schema])
+        for name in (f"{space}.{schema}" if space and "." not in schema else schema, schema):
+            if name in named:
+                return dict(named[name])
         return _avro_primitive(schema, {})
     if isinstance(schema, list):
         branches = [b for b in schema if b != "null"]
         if len(branches) != 1:
             raise SparkJobError(f"unsupported Avro union {schema!r} (only [null, T])")
-        return {**avro_to_connect(branches[0], named), "optional": True}
+        return {**avro_to_connect(branches[0], named, space), "optional": True}
     kind = schema.get("type")
     if isinstance(kind, dict | list):
-        return avro_to_connect(kind, named)
+        return avro_to_connect(kind, named, space)
     if kind == "record":
-        name = schema.get("connect.name") or _full_name(schema)
-        result: dict[str, Any] = {"type": "struct", "fields": [], "optional": False, "name": name}
-        named[_full_name(schema)] = result
+        full_name = _full_name(schema, space)
+        result: dict[str, Any] = {"type": "struct", "fields": [], "optional": False,
+                                  "name": schema.get("connect.name") or full_name}
+        named[full_name] = result
+        inner = full_name.rpartition(".")[0]
         for field in schema.get("fields", []):
-            converted = avro_to_connect(field["type"], named)
+            converted = avro_to_connect(field["type"], named, inner)
             result["fields"].append({**converted, "field": field["name"]})
         return result
     if kind == "array":
-        return {"type": "array", "items": avro_to_connect(schema["items"], named), "optional": False}
+        return {"type": "array", "items": avro_to_connect(schema["items"], named, space), "optional": False}
     if kind == "map":
         return {"type": "map", "keys": {"type": "string", "optional": False},
-                "values": avro_to_connect(schema["values"], named), "optional": False}
+                "values": avro_to_connect(schema["values"], named, space), "optional": False}
     if kind == "enum":
         return {"type": "string", "optional": False}
     if isinstance(kind, str):
@@ -258,10 +263,12 @@ def avro_to_connect(schema: Any, named: dict[str, Any] | None = None) -> dict[st
     raise SparkJobError(f"unsupported Avro schema {schema!r}")
 
 
-def _full_name(schema: dict[str, Any]) -> str:
+def _full_name(schema: dict[str, Any], space: str) -> str:
     name = str(schema.get("name", ""))
-    namespace = schema.get("namespace")
-    return f"{namespace}.{name}" if namespace and "." not in name else name
+    if "." in name:
+        return name
+    namespace = schema.get("namespace", space)  # "" (written or inherited): the null namespace
+    return f"{namespace}.{name}" if namespace else name
 
 
 def _avro_primitive(kind: str, schema: dict[str, Any]) -> dict[str, Any]:

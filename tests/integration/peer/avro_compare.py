@@ -58,46 +58,20 @@ def registered(client: SchemaRegistryClient, prefix: str, common: str) -> dict[s
     return schemas
 
 
-def _inherited(schema: Any, enclosing: str) -> Any:
-    """`schema` without the `namespace` of a named type that repeats its enclosing one: the same
-    Avro schema (same full names, same canonical form), written as Avro's Java `Schema.toString`
-    writes it. The bridge writes every record's namespace (docs/envelope.md section 6)."""
-    if isinstance(schema, list):
-        return [_inherited(s, enclosing) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = dict(schema)
-    if out.get("type") in ("record", "enum", "fixed") and "name" in out:
-        namespace = out.get("namespace", enclosing)
-        if "." in out["name"]:
-            namespace = out["name"].rsplit(".", 1)[0]
-        if out.get("namespace") == enclosing:
-            del out["namespace"]
-        enclosing = namespace
-    if isinstance(out.get("fields"), list):
-        out["fields"] = [{**f, "type": _inherited(f["type"], enclosing)} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = _inherited(out[key], enclosing)
-    if isinstance(out.get("type"), (dict, list)):
-        out["type"] = _inherited(out["type"], enclosing)
-    return out
-
-
 def schema_difference(peer: dict[str, list[str]], ours: dict[str, list[str]]) -> str | None:
     """None when both sides registered the same subjects, each with as many versions and, per
-    version, the same schema JSON (parsed) and the same canonical form; else the first difference."""
+    version, the same schema text, byte for byte, and the same canonical form; else the first
+    difference."""
     if set(peer) != set(ours):
         return f"subjects: connector only {sorted(set(peer) - set(ours))}, bridge only {sorted(set(ours) - set(peer))}"
     for subject in sorted(peer):
         if len(peer[subject]) != len(ours[subject]):
             return f"{subject}: {len(peer[subject])} versions from the connector, {len(ours[subject])} from the bridge"
         for version, (one, two) in enumerate(zip(peer[subject], ours[subject], strict=True), 1):
-            a, b = _inherited(json.loads(one), ""), _inherited(json.loads(two), "")
-            if a != b:
-                return f"{subject} version {version}, schema JSON\n  connector: {one}\n  bridge:    {two}"
-            canon_a = to_parsing_canonical_form(fastavro.parse_schema(a))
-            canon_b = to_parsing_canonical_form(fastavro.parse_schema(b))
+            if one != two:
+                return f"{subject} version {version}, schema text\n  connector: {one}\n  bridge:    {two}"
+            canon_a = to_parsing_canonical_form(fastavro.parse_schema(json.loads(one)))
+            canon_b = to_parsing_canonical_form(fastavro.parse_schema(json.loads(two)))
             if canon_a != canon_b:
                 return f"{subject} version {version}, canonical form\n  connector: {canon_a}\n  bridge:    {canon_b}"
     return None

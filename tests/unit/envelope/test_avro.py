@@ -129,6 +129,25 @@ def test_envelope_schema_defines_each_named_type_once() -> None:
     fastavro.parse_schema(envelope)  # valid Avro with every reference resolvable
 
 
+def test_nested_records_inherit_their_namespace_as_avros_java_writer_leaves_it_out() -> None:
+    """The registry stores the connector's text only if ours is the same: Avro's Java
+    `Schema.toString` writes no namespace a record inherits and refers to a record of the
+    enclosing namespace by its short name."""
+    envelope = avro_schema(PLAN.value_schema)
+    fields = {f["name"]: f for f in envelope["fields"]}
+    before, after = fields["before"]["type"][1], fields["after"]["type"][1]
+    assert "namespace" not in before and "namespace" not in after  # both in P.ks.t, as the Envelope
+    assert {f["name"]: f["type"] for f in before["fields"]}["v"][1]["namespace"] == "P.ks.t.v"
+    assert {"P.ks.t.Before", "P.ks.t.After"} <= set(fastavro.parse_schema(envelope)["__named_schemas"])
+    inner = cs.struct("P.ks.t.Inner", [cs.ConnectField("a", cs.primitive(cs.INT32))], False)
+    outer = cs.struct("P.ks.t.Outer", [cs.ConnectField("x", inner), cs.ConnectField("y", inner)], False)
+    written = avro_schema(outer)
+    assert [f["type"] for f in written["fields"]][1] == "Inner"  # a reference within the namespace
+    assert written["fields"][0]["type"]["name"] == "Inner" and "namespace" not in written["fields"][0]["type"]
+    top = cs.struct("Top", [cs.ConnectField("x", inner)], False)
+    assert avro_schema(top)["fields"][0]["type"]["namespace"] == "P.ks.t"
+
+
 def _decode(body: bytes, writer: Any, reader: Any | None = None) -> Any:
     return fastavro.schemaless_reader(
         io.BytesIO(body), fastavro.parse_schema(writer), reader and fastavro.parse_schema(reader)
