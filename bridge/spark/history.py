@@ -1,7 +1,7 @@
 """History tables (SCD type 2): one Delta table per source table holding every version of every
 row, `__START_AT` / `__END_AT` from the changes' `source.ts_us` (docs/spark.md, "History").
 
-The micro-batch is read and decoded as the mirror's (`history_batch`: decode, typed events,
+The micro-batch is read and decoded as the mirror's (`batch_reader`: decode, typed events,
 range / partition deletes); per table:
 1. its changes are appended to the history's own append-only table
    `<root>/_cdc_changes/<ks>/<t>` (Delta's idempotent `txnAppId` / `txnVersion`: a re-run
@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from bridge.spark.batch_reader import BatchReader
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, prepare
 from bridge.spark.fold import HIDDEN
@@ -44,8 +45,8 @@ from bridge.spark.history_arrow import (
     versions_in_arrow,
     with_timestamps,
 )
-from bridge.spark.history_batch import BatchReader, partitions
 from bridge.spark.mirror import TABLE_PROPERTIES, columns_from_delta, delta_schema
+from bridge.spark.mirror_compaction import merge_actions, partitions
 from bridge.spark.mirror_frames import MirrorColumns, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
 
@@ -202,20 +203,7 @@ class HistoryWriter:
         source = fresh.unionByName(stale, allowMissingColumns=True)
         condition = " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in names] + [f"t.`{START_AT}` = s.`{START_AT}`"])
         assignments: dict[str, str | Column] = {f"`{f.name}`": f"s.`{f.name}`" for f in history_schema(columns).fields}
-        conf = spark.conf
-        conf.set("spark.databricks.delta.write.txnAppId", app_id)
-        conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
-        try:
-            metrics = (target.alias("t").merge(source.alias("s"), condition)
-                       .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
-                       .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
-                       .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
-                       .execute())
-        finally:
-            conf.unset("spark.databricks.delta.write.txnAppId")
-            conf.unset("spark.databricks.delta.write.txnVersion")
-        row = metrics.first() if metrics is not None else None
-        return int(row["num_affected_rows"]) if row is not None else 0
+        return merge_actions(spark, target, source, condition, assignments, app_id, batch_id)
 
     def _ensure_history(self, spark: SparkSession, path: str, columns: MirrorColumns, exists: bool) -> None:
         schema = history_schema(columns)

@@ -22,25 +22,21 @@ table.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from functools import reduce
 from typing import Any
 
-import orjson
 import structlog
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from bridge.spark.batch_reader import BatchReader
 from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.decode import Group, ValueFormat, decode, prepare
-from bridge.spark.errors import BadEnvelopeError
+from bridge.spark.decode import Group, ValueFormat, prepare
 from bridge.spark.fold import HIDDEN
-from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
 from bridge.spark.mirror_changelog import ChangeLog, changes_path
 from bridge.spark.mirror_compaction import compact as compact_table
-from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
+from bridge.spark.mirror_frames import MirrorColumns
 from bridge.spark.mirror_tombstones import TombstoneStore, tombstone_path
 from bridge.spark.shape import ColumnShape
 
@@ -111,9 +107,7 @@ class MirrorWriter:
         self._columns: dict[str, MirrorColumns] = {}  # per table path, once the Delta table exists
         self._tombstones: dict[str, TombstoneStore] = {}
         self.cdc = cdc or CdcFormat()
-        # advanced-format envelopes (plain values, after = the post-image): their key and events
-        self._advanced = AdvancedEvents(self.cdc, value_format, registry_url) if self.cdc.advanced else None
-        self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
+        self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url)
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -131,12 +125,7 @@ class MirrorWriter:
         spark.conf.set("spark.databricks.delta.merge.materializeSource.rddStorageLevel", "MEMORY_AND_DISK")
         batch = prepare(batch, self.value_format, payload_only=True).persist()
         try:
-            groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
-            tables: dict[tuple[str, str], list[Group]] = defaultdict(list)
-            for group in groups:
-                if group.kind == "envelope":
-                    tables[group.keyspace_table].append(group)
-            dropped = self._dropped(groups)
+            tables, dropped = self._reader.tables(batch)
             for table in sorted(set(tables) | set(dropped)):
                 table_started = time.monotonic()
                 appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
@@ -144,44 +133,12 @@ class MirrorWriter:
                 log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                          changes_appended=appended, seconds=round(time.monotonic() - table_started, 2))
         finally:
-            self._keys.clear()
             batch.unpersist()
         self._pending_batches += 1
         if self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes:
             self.compact(spark)
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
-
-    def _dropped(self, groups: list[Group]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-        """Range and partition deletes by table, as the fold's dicts (few: collected)."""
-        found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        frames = [g.frame.select("key", "offset", F.to_json("env", JSON_OPTIONS).alias("env"))
-                  for g in groups if g.kind == "dropped"]
-        if not frames:
-            return found
-        for row in reduce(DataFrame.unionByName, frames).collect():  # one job for every table's
-            env = orjson.loads(row["env"])
-            key = self._key(row["key"])
-            source = env["source"]
-            found[(source["keyspace_name"], source["table_name"])].append({
-                "kind": env["kind"], "ts": source["ts_us"], "offset": row["offset"], "key": key,
-                "start": env.get("start"), "start_inclusive": env.get("start_inclusive"),
-                "end": env.get("end"), "end_inclusive": env.get("end_inclusive")})
-        return found
-
-    def _key(self, raw: bytes | None) -> dict[str, Any]:
-        if not raw:
-            return {}
-        if self.value_format is ValueFormat.AVRO:
-            decode_key = getattr(self.avro_decoder, "decode_key", None)
-            key = decode_key(raw) if decode_key is not None else None
-        else:
-            key = orjson.loads(bytes(raw))
-            if isinstance(key, dict) and set(key) == {"schema", "payload"}:
-                key = key["payload"]
-        if not isinstance(key, dict):
-            raise BadEnvelopeError(f"dropped change with a key that is not a struct: {raw!r}")
-        return key
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
               dropped: list[dict[str, Any]], batch_id: int) -> int:
@@ -205,7 +162,7 @@ class MirrorWriter:
             outdated = not set(HIDDEN) <= set(schema.fieldNames())
         columns = known or MirrorColumns(())
         for group in groups:
-            columns = columns.merged_with(self._columns_of(group))
+            columns = columns.merged_with(self._reader.columns_of(group))
         if not columns.columns:
             return 0  # dropped changes of a table the mirror has never seen: nothing to delete
         # The table holds every column before a change of it is pending, so a reader (the view, the
@@ -219,7 +176,7 @@ class MirrorWriter:
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
         # cached: the changelog's append counts them first (the micro-batch's JSON is parsed once)
-        events = reduce(DataFrame.unionByName, [self._events(g, columns) for g in groups]).persist() \
+        events = reduce(DataFrame.unionByName, [self._reader.events(g, columns) for g in groups]).persist() \
             if groups else None
         try:
             return self._changes(table).append(spark, columns, events, dropped, f"{app_id}:changes", batch_id)
@@ -275,20 +232,6 @@ class MirrorWriter:
     def _changes(self, table: tuple[str, str]) -> ChangeLog:
         path = changes_path(self.root, *table)
         return self._changelogs.setdefault(path, ChangeLog(path))
-
-    def _columns_of(self, group: Group) -> tuple[ColumnShape, ...]:
-        assert group.shape is not None
-        if self._advanced is None:
-            return group.shape.columns
-        key = self._keys.get(id(group))
-        if key is None:
-            key = self._keys[id(group)] = self._advanced.key_of(group)
-        return self._advanced.columns_of(group, key)
-
-    def _events(self, group: Group, columns: MirrorColumns) -> DataFrame:
-        if self._advanced is None:
-            return change_events(group, columns)
-        return self._advanced.events(group, columns, self._keys[id(group)])
 
     def _ensure_table(self, spark: SparkSession, path: str, columns: MirrorColumns, exists: bool) -> None:
         schema = delta_schema(columns)

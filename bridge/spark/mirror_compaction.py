@@ -17,11 +17,12 @@ is in the changelog again, what preceded it is shadowed by that delete again).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -106,15 +107,22 @@ def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorCo
     fold runs once although the MERGE reads its source twice."""
     names = [c.name for c in columns.columns] + list(HIDDEN)
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
-    assignments = {f"`{n}`": f"s.`{n}`" for n in names}
+    return merge_actions(spark, target, source, condition, {f"`{n}`": f"s.`{n}`" for n in names}, app_id, version)
+
+
+def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition: str,
+                  assignments: Mapping[str, str | Column], app_id: str, version: int) -> int:
+    """MERGE `source` (`s`, with `_cdc_action` 'upsert' | 'delete') into `target` (`t`) on
+    `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`): a version
+    re-run after a restart commits nothing. Returns the rows updated, inserted or deleted."""
     conf = spark.conf
     conf.set("spark.databricks.delta.write.txnAppId", app_id)
     conf.set("spark.databricks.delta.write.txnVersion", str(version))
     try:
         metrics = (target.alias("t").merge(source.alias("s"), condition)
                    .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
-                   .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=assignments)
-                   .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=assignments)
+                   .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=dict(assignments))
+                   .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=dict(assignments))
                    .execute())
     finally:
         conf.unset("spark.databricks.delta.write.txnAppId")

@@ -1,9 +1,6 @@
-"""One micro-batch as the history reads it: decoded groups by table, each group's typed events
-(`mirror_frames.change_events`, or `mirror_advanced` for the advanced format), the range /
-partition deletes as the reference fold's dicts, and their partitions as a DataFrame.
-
-The mirror reads its micro-batches the same way; the history keeps its own copy of this wiring
-so the mirror's writer can change (merge-on-read) without moving the history.
+"""One micro-batch as the mirror and the history read it: decoded groups by table, each group's
+typed events (`mirror_frames.change_events`, or `mirror_advanced` for the advanced format), and
+the range / partition deletes as the reference fold's dicts.
 """
 
 from __future__ import annotations
@@ -14,21 +11,22 @@ from functools import reduce
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, decode
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
-from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events, from_connect
+from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
 from bridge.spark.shape import ColumnShape
 
 Table = tuple[str, str]
 
 
 class BatchReader:
+    """Reads the micro-batches of one job (the advanced format's group keys are kept per batch)."""
+
     def __init__(self, value_format: ValueFormat, avro_decoder: Callable[[DataFrame], Iterator[Group]] | None,
                  cdc: CdcFormat, registry_url: str | None) -> None:
         self.value_format, self.avro_decoder, self.cdc = value_format, avro_decoder, cdc
@@ -91,11 +89,3 @@ class BatchReader:
             raise BadEnvelopeError(f"dropped change with a key that is not a struct: {raw!r}")
         return key
 
-
-def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
-               dropped: list[dict[str, Any]]) -> DataFrame:
-    """The partitions of the micro-batch's deletes (a few: built on the driver), Delta types."""
-    pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
-    texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
-    parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(F.from_json("pk", pk_type).alias("p"))
-    return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
