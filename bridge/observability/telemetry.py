@@ -66,7 +66,7 @@ class WorkerTelemetry:
     # ------------------------------------------------------------------ readiness
 
     def producer_ready(self, ok: bool, reason: str = "") -> None:
-        self._gates.set("producer", ok, reason or ("producer initialised" if ok else "producer: starting"))
+        self._gates.set("producer", ok, reason or ("kafka producer initialised" if ok else "kafka producer: starting"))
 
     def group_joined(self, ok: bool, reason: str = "") -> None:
         self._gates.set("group", ok, reason or ("serving the assignment" if ok else "group: not joined"))

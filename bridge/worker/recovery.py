@@ -53,7 +53,7 @@ class ProducerKeeper:
                           f"(last: {reason}); does another worker run with worker.instance.id="
                           f"{self._instance_id}?")
         log.warning("producer unusable; starting a new one", error=reason)
-        self._telemetry.producer_ready(False, f"producer: being replaced ({reason})")
+        self._telemetry.producer_ready(False, f"kafka producer: being replaced ({reason})")
         if old is not None:
             with contextlib.suppress(Exception):
                 old.close(1.0)
