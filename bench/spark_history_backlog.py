@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,27 +27,14 @@ from spark_flatten_backlog import CLI
 from spark_flatten_backlog import _events as events_of
 from spark_flatten_backlog import _run as run_cli
 from spark_flatten_backlog import _timestamp as timestamp_of
-from spark_mirror_backlog import TABLES, _carry
-from worker_bench import properties
+from spark_mirror_backlog import backlog
 
 from bridge.stack.manager import StackManager
-from tests.spark.jobs import end_offsets
 
 
 def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_batches: int | None) -> dict[str, Any]:
-    if topics_from:  # an earlier run's topics: "<name>.<keyspace>.wide,<name>.<keyspace>.imaged,<dropped>"
-        topics = topics_from.split(",")
-        name, keyspace = topics[0].split(".")[:2]
-    else:
-        keyspace, name, topics = _carry(endpoints, changes, None)
-    folder = Path(tempfile.mkdtemp(prefix="spark-history-bench-"))
-    config = folder / "worker.properties"
-    extra = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}
-    if topics[-1].endswith(".dropped"):
-        extra["dropped.changes.topic"] = topics[-1]
-    config.write_text(properties(endpoints, name, ",".join(f"{keyspace}.{t}" for t in TABLES), "json", 2000,
-                                 extra=extra))
-    inputs = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())
+    run = backlog(endpoints, changes, None, topics_from, "spark-history-bench-")
+    topics, folder, config, inputs = run.topics, run.folder, run.config, run.inputs
     documented = ["--config", str(config), "--checkpoint", str(folder / "checkpoint"), "--output",
                   str(folder / "history")]
     log = folder / "history.log"

@@ -30,6 +30,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -113,21 +114,39 @@ def compare(spark: Any, mine: str, other: str, keyspace: str) -> dict[str, Any]:
     return out
 
 
-def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None,
-                   extra: list[str], max_batches: int | None, compare_with: str | None) -> dict[str, Any]:
-    if topics_from:  # an earlier run's topics: "<name>.<keyspace>.wide,<name>.<keyspace>.imaged,<dropped>"
+@dataclass(frozen=True)
+class Backlog:
+    keyspace: str
+    name: str  # the worker's
+    topics: list[str]
+    folder: Path  # the run's own
+    config: Path  # the worker's properties, which the Spark job reads with --config
+    inputs: int  # the topics' offsets
+
+
+def backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None, prefix: str) -> Backlog:
+    """An earlier run's topics ("<name>.<keyspace>.wide,<name>.<keyspace>.imaged,<dropped>") or a
+    new backlog of `changes`, and a worker config naming them (JSON with schemas)."""
+    if topics_from:
         topics = topics_from.split(",")
         name, keyspace = topics[0].split(".")[:2]
     else:
         keyspace, name, topics = _carry(endpoints, changes, keyspace)
-    folder = Path(tempfile.mkdtemp(prefix="spark-mirror-bench-"))
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     config = folder / "worker.properties"
-    extra_props = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}
+    extra = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}
     if topics[-1].endswith(".dropped"):
-        extra_props["dropped.changes.topic"] = topics[-1]
+        extra["dropped.changes.topic"] = topics[-1]
     config.write_text(properties(endpoints, name, ",".join(f"{keyspace}.{t}" for t in TABLES), "json", 2000,
-                                 extra=extra_props))
-    inputs = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())
+                                 extra=extra))
+    return Backlog(keyspace, name, topics, folder, config, sum(end_offsets(endpoints.kafka_bootstrap, topics).values()))
+
+
+def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None,
+                   extra: list[str], max_batches: int | None, compare_with: str | None) -> dict[str, Any]:
+    run = backlog(endpoints, changes, keyspace, topics_from, "spark-mirror-bench-")
+    keyspace, name, topics = run.keyspace, run.name, run.topics
+    folder, config, inputs = run.folder, run.config, run.inputs
     events_dir = folder / "events"
     events_dir.mkdir()
     delta = folder / "mirror"

@@ -3,34 +3,23 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import Any
 
 from bridge.spark.errors import SparkJobError
 from bridge.spark.runner import JobRequest, run_job
 
-# As the mirror's (jobs.MIRROR_BATCH_CAP, MIRROR_SPLIT): the history reads and decodes a
-# micro-batch the same way.
-HISTORY_BATCH_CAP = 100_000
-HISTORY_SPLIT = 2
-
 
 def start_history(spark: Any, source: Any, run: Any, *, root: str, track_on: tuple[str, ...] = (),
                   track_except: tuple[str, ...] = ()) -> Any:
     from bridge.spark.history import HistoryWriter
-    from bridge.spark.jobs import avro_decoder, read_stream, start
+    from bridge.spark.jobs import avro_decoder, folding_source, read_stream, start
 
     problem = source.cdc.mirror_problem()  # the history rebuilds rows as the mirror does
     if problem is not None:
         raise SparkJobError(problem.replace("mirror", "history"))
     name = run.job_name("history")
-    if source.min_partitions is None:
-        source = dataclasses.replace(source, min_partitions=HISTORY_SPLIT * spark.sparkContext.defaultParallelism)
-    elif source.min_partitions <= 0:
-        source = dataclasses.replace(source, min_partitions=None)
-    if source.max_offsets_per_trigger is None:
-        source = dataclasses.replace(source, max_offsets_per_trigger=HISTORY_BATCH_CAP)
+    source = folding_source(spark, source)  # the history reads and decodes as the mirror does
     writer = HistoryWriter(root, name, source.value_format, avro_decoder(source), source.cdc, source.registry_url,
                            track_on, track_except)
     return start(spark, read_stream(spark, source), writer, run, name)

@@ -313,6 +313,22 @@ def _split_for(source: SourceOptions, parallelism: int) -> int | None:
     return parallelism if partitions < parallelism else None
 
 
+def folding_source(spark: SparkSession, source: SourceOptions) -> SourceOptions:
+    """The source with the defaults of the jobs that fold each key's changes (mirror, history):
+    read in pieces, and at most `MIRROR_BATCH_CAP` records per micro-batch."""
+    if source.min_partitions is None:
+        # Read in pieces: the fold orders each key's changes by their position, not by the order
+        # of the read, so unlike flatten's pieces these need no shuffle to be regrouped, and the
+        # biggest topic's parse is spread over every core (flatten's rule would not split a topic
+        # holding most of the records beside two others).
+        source = dataclasses.replace(source, min_partitions=MIRROR_SPLIT * spark.sparkContext.defaultParallelism)
+    elif source.min_partitions <= 0:
+        source = dataclasses.replace(source, min_partitions=None)
+    if source.max_offsets_per_trigger is None:
+        source = dataclasses.replace(source, max_offsets_per_trigger=MIRROR_BATCH_CAP)
+    return source
+
+
 def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str,
                  compact_every_batches: int = COMPACT_EVERY_BATCHES,
                  compact_every_changes: int = COMPACT_EVERY_CHANGES) -> Any:
@@ -324,16 +340,7 @@ def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *,
     if compact_every_batches < 1 or compact_every_changes < 1:
         raise SparkJobError("--compact-every-batches / --compact-every-changes: must be at least 1")
     name = run.job_name("mirror")
-    if source.min_partitions is None:
-        # Read in pieces: the fold orders each key's changes by their position, not by the order
-        # of the read, so unlike flatten's pieces these need no shuffle to be regrouped, and the
-        # biggest topic's parse is spread over every core (flatten's rule would not split a topic
-        # holding most of the records beside two others).
-        source = dataclasses.replace(source, min_partitions=MIRROR_SPLIT * spark.sparkContext.defaultParallelism)
-    elif source.min_partitions <= 0:
-        source = dataclasses.replace(source, min_partitions=None)
-    if source.max_offsets_per_trigger is None:
-        source = dataclasses.replace(source, max_offsets_per_trigger=MIRROR_BATCH_CAP)
+    source = folding_source(spark, source)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
                           source.registry_url, compact_every_batches, compact_every_changes)
     return MirrorQuery(start(spark, read_stream(spark, source), writer, run, name), writer, spark,
