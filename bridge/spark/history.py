@@ -3,17 +3,22 @@ row, `__START_AT` / `__END_AT` from the changes' `source.ts_us` (docs/spark.md, 
 
 The micro-batch is read and decoded as the mirror's (`batch_reader`: decode, typed events,
 range / partition deletes); per table:
-1. its changes are appended to the history's own append-only table
+1. the affected keys are split, before its changes are appended, into known keys (a change of theirs
+   is stored: a scan of the changes table's key columns, semi-joined with the micro-batch's keys;
+   and every stored key of a partition one of its range / partition deletes hits) and new keys;
+2. its changes are appended to the history's own append-only table
    `<root>/_cdc_changes/<ks>/<t>` (Delta's idempotent `txnAppId` / `txnVersion`: a re-run
    micro-batch appends nothing), its range / partition deletes to `<root>/_cdc_dropped/<ks>/<t>`
    (kept forever: a key's versions are recomputed from all its deletes);
-2. the affected keys are the micro-batch's keys and every key stored in a partition one of its
-   range / partition deletes hits; all their changes and covering deletes are read back;
-3. their versions are computed per key in Python over Arrow (`mapInArrow` after a repartition and
-   sort by key; the pure `history_versions.versions`), so a late change rewrites the versions
-   after it;
-4. one MERGE on (key columns, `__START_AT`) writes them and deletes the affected keys' versions
-   no longer in the set (idempotent as well: `txnAppId` / `txnVersion`).
+3. the new keys' versions are computed from the micro-batch's changes alone (and the stored
+   deletes covering them) and appended: they have no earlier version and no earlier change;
+4. the known keys' changes (all of them) and covering deletes are read back and their versions
+   recomputed, so a late change rewrites the versions after it; one MERGE on (key columns,
+   `__START_AT`) writes them and deletes the keys' versions no longer in the set.
+Versions are computed per key in Python over Arrow (`mapInArrow` after a repartition and sort by
+key; the pure `history_versions.versions`). Both writes are idempotent (`txnAppId` /
+`txnVersion`); a micro-batch re-run after its changes were appended finds all its keys known and
+MERGEs the same versions (on a key's versions already appended: the same rows).
 """
 
 from __future__ import annotations
@@ -136,38 +141,107 @@ class HistoryWriter:
         if known is None or len(columns.columns) != len(known.columns):
             self._ensure_history(spark, path, columns, known is not None)
         self._columns[path] = columns
-        app_id = f"{self.name}:{table[0]}.{table[1]}"
         store = self._tombstones.setdefault(path, TombstoneStore(self.tombstone_path(*table), KEEP_FOREVER))
         partition_keys = store.partition_keys(spark, dropped)
         if dropped:
-            store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
-        changes_path = self.changes_path(*table)
+            store.add(spark, columns, partition_keys, dropped, f"{self.name}:{table[0]}.{table[1]}:dropped", batch_id)
         events = reduce(DataFrame.unionByName, [self.reader.events(g, columns) for g in groups]) if groups else None
-        if events is not None:
-            (change_rows(events, columns).write.format("delta").mode("append").option("mergeSchema", "true")
-             .option("txnAppId", f"{app_id}:changes").option("txnVersion", batch_id).save(changes_path))
-        if not DeltaTable.isDeltaTable(spark, changes_path):
-            return 0
-        stored = spark.read.format("delta").load(changes_path)
+        # appended, and the new keys' input
+        rows = change_rows(events, columns).persist() if events is not None else None
+        try:
+            return self._record(spark, table, columns, store, partition_keys, dropped, rows, batch_id)
+        finally:
+            if rows is not None:
+                rows.unpersist()
+
+    def _record(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
+                partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None,
+                batch_id: int) -> int:
+        """Split the affected keys into new ones (no change stored before this micro-batch) and
+        known ones, append the changes, then write the new keys' versions computed from the
+        micro-batch alone (an append) and rewrite the known keys' from all their changes (a MERGE)."""
+        from delta.tables import DeltaTable
+
+        stages = _Stages()
+        app_id = f"{self.name}:{table[0]}.{table[1]}"
+        changes_path = self.changes_path(*table)
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
-        parts = [events.select(*keyed)] if events is not None else []
-        if dropped and partition_keys:
-            hit = partitions(spark, columns, partition_keys, dropped)
-            parts.append(stored.join(hit, partition_keys, "left_semi").select(*keyed))
-        if not parts:
-            return 0
-        affected = reduce(DataFrame.unionByName, parts).distinct().persist()
+        batch_keys = rows.select(*keyed).distinct().persist() if rows is not None else None
+        known_parts: list[DataFrame] = []
+        if DeltaTable.isDeltaTable(spark, changes_path):  # read before the append: the keys changed before
+            before = spark.read.format("delta").load(changes_path).select(*keyed)
+            if batch_keys is not None:
+                small = F.broadcast(batch_keys)
+                known_parts.append(before.join(small, same_key(before, small, names), "left_semi"))
+            if dropped and partition_keys:  # every key stored in a partition one of its deletes hits
+                hit = partitions(spark, columns, partition_keys, dropped)
+                known_parts.append(before.join(hit, partition_keys, "left_semi").select(*keyed))
+        known = reduce(DataFrame.unionByName, known_parts).distinct().persist() if known_parts else None
         try:
-            return self._rewrite(spark, path, stored, F.broadcast(affected), store, columns, partition_keys, table,
-                                 app_id, batch_id)
+            known_count = known.count() if known is not None else 0
+            stages.done("keys_split")
+            if rows is not None:
+                (rows.write.format("delta").mode("append").option("mergeSchema", "true")
+                 .option("txnAppId", f"{app_id}:changes").option("txnVersion", batch_id).save(changes_path))
+                stages.done("changes_appended")
+            written = 0
+            if batch_keys is not None and rows is not None:
+                written += self._write_new(spark, table, columns, store, partition_keys, rows, batch_keys,
+                                           known if known_count else None, app_id, batch_id)
+                stages.done("new_keys_appended")
+            if known is not None and known_count:
+                stored = spark.read.format("delta").load(changes_path)
+                written += self._rewrite(spark, self.path(*table), stored, F.broadcast(known), store, columns,
+                                         partition_keys, table, app_id, batch_id, stages)
         finally:
-            affected.unpersist()
+            for frame in (known, batch_keys):
+                if frame is not None:
+                    frame.unpersist()
+        log.info("micro-batch history stages", keyspace=table[0], table=table[1], batch_id=batch_id,
+                 known_keys=known_count, **stages.seconds)
+        return written
+
+    def _versions(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, inputs: list[DataFrame],
+                  keyed: list[Column]) -> DataFrame:
+        """The versions of every key of `inputs` (changes and covering deletes, `input_type` rows)."""
+        tracked = tracked_columns(table, self.track_on, self.track_except, columns)
+        compute = versions_in_arrow(columns, tracked)
+        parallelism = spark.sparkContext.defaultParallelism
+        return with_timestamps(reduce(DataFrame.unionByName, inputs).repartition(parallelism, *keyed)
+                               .sortWithinPartitions(*keyed).mapInArrow(compute, output_type(columns)))
+
+    def _write_new(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
+                   partition_keys: list[str], rows: DataFrame, batch_keys: DataFrame, known: DataFrame | None,
+                   app_id: str, batch_id: int) -> int:
+        """The versions of the keys first changed in this micro-batch: from its changes and the
+        stored deletes covering them, appended (no earlier version of theirs exists). A re-run
+        finds them known (their changes are stored by then) and MERGEs the same versions."""
+        names = columns.key_names
+        keyed = [F.col(f"`{n}`") for n in names]
+        new_keys = batch_keys
+        new_rows = rows
+        if known is not None:
+            new_keys = batch_keys.join(F.broadcast(known), same_key(batch_keys, known, names), "left_anti")
+            new_rows = rows.join(F.broadcast(known), same_key(rows, known, names), "left_anti")
+        inputs = [conformed(new_rows, columns, DATA)]
+        deletes = store.covering(spark, new_keys, columns, partition_keys)
+        if deletes is not None:
+            inputs.append(covering_rows(deletes, columns))
+        fresh = self._versions(spark, table, columns, inputs, keyed).persist()
+        try:
+            count = fresh.count()
+            if count:
+                (fresh.write.format("delta").mode("append").option("txnAppId", f"{app_id}:new")
+                 .option("txnVersion", batch_id).save(self.path(*table)))
+            return count
+        finally:
+            fresh.unpersist()
 
     def _rewrite(self, spark: SparkSession, path: str, stored: DataFrame, affected: DataFrame,
                  store: TombstoneStore, columns: MirrorColumns, partition_keys: list[str],
-                 table: tuple[str, str], app_id: str, batch_id: int) -> int:
-
+                 table: tuple[str, str], app_id: str, batch_id: int, stages: _Stages) -> int:
+        """The known keys' versions recomputed from all their changes and covering deletes, MERGEd."""
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
         # the affected keys renamed: they may come from `stored` itself (a self-join's columns are ambiguous)
@@ -176,14 +250,14 @@ class HistoryWriter:
         deletes = store.covering(spark, affected, columns, partition_keys)
         if deletes is not None:
             inputs.append(covering_rows(deletes, columns))
-        tracked = tracked_columns(table, self.track_on, self.track_except, columns)
-        compute = versions_in_arrow(columns, tracked)
-        parallelism = spark.sparkContext.defaultParallelism
-        fresh = with_timestamps(reduce(DataFrame.unionByName, inputs).repartition(parallelism, *keyed)
-                                .sortWithinPartitions(*keyed).mapInArrow(compute, output_type(columns)))
+        fresh = self._versions(spark, table, columns, inputs, keyed)
         fresh = fresh.withColumn(ACTION, F.lit("upsert")).persist()  # read by the MERGE and the stale versions' search
         try:
-            return self._merge_versions(spark, path, fresh, renamed, columns, app_id, batch_id)
+            fresh.count()
+            stages.done("known_versions_computed")
+            merged = self._merge_versions(spark, path, fresh, renamed, columns, app_id, batch_id)
+            stages.done("known_keys_merged")
+            return merged
         finally:
             fresh.unpersist()
 
@@ -215,6 +289,19 @@ class HistoryWriter:
                 writer = writer.option(key, value)
         writer.save(path)
         log.info("history table schema written", path=path, columns=[f.name for f in schema.fields])
+
+
+class _Stages:
+    """Seconds per stage of one table's micro-batch (each stage ends with a Spark action)."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self.seconds: dict[str, float] = {}
+
+    def done(self, stage: str) -> None:
+        now = time.monotonic()
+        self.seconds[f"{stage}_s"] = round(now - self._last, 2)
+        self._last = now
 
 
 def _same_key(left: DataFrame, renamed: DataFrame, names: list[str]) -> Column:
