@@ -122,3 +122,15 @@ def test_every_instant_equals_the_reference_fold_of_the_changes_up_to_it() -> No
         starts = [x.start_us for x in history]
         assert starts == sorted(set(starts)), "one version per timestamp, in order"
         assert all(a.end_us is not None and a.end_us <= b.start_us for a, b in itertools.pairwise(history))
+
+
+def test_the_static_row_has_no_marker_so_nulling_its_last_cell_ends_its_version() -> None:
+    """The static row (clustering columns null) never gets a row marker, even from an INSERT:
+    nulling its last cell ends its version, where a regular row inserted keeps one."""
+    static = {"pk": 1, "ck": None}
+    events = [{"op": "c", "ts": 10, "offset": 1, "after": {**static, "v": {"value": 5}}},
+              {"op": "u", "ts": 20, "offset": 2, "after": {**static, "v": {"value": None}}}]
+    assert [(x.start_us, x.end_us, x.op, x.row) for x in versions(SPEC, events)] == [
+        (10, 20, "c", {**static, "v": 5, "t": None, "s": None})]
+    regular = [write("c", 10, 1, v=5), write("u", 20, 2, v=None)]
+    assert spans(regular) == [(10, 20, "c", row(5)), (20, None, "u", row())]
