@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from bridge.stack.process import PidFile, StackError, log_tail, pid_alive, run_checked, spawn, terminate
+from bridge.stack.process import (
+    PidFile,
+    StackError,
+    log_tail,
+    pid_alive,
+    run_checked,
+    spawn,
+    terminate,
+    wait_ports_free,
+)
 
 
 def new_cluster_id() -> str:
@@ -79,6 +88,11 @@ class KafkaCluster:
     def start_node(self, node: int) -> None:
         if self._alive(node) is not None:
             return
+        # A node started while one of its ports is still taken dies at its listeners' bind, which
+        # nothing here would see until the cluster fails to form: say which port instead.
+        busy = wait_ports_free("127.0.0.1", self._node_ports(node), timeout_s=15)
+        if busy is not None:
+            raise StackError(f"Kafka node {node} cannot start: port {busy} is still taken")
         log = self._node_home(node) / "kafka.log"
         command = ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
                    f"-Dlog4j2.configurationFile={self.recipe / 'log4j2.properties'}",
@@ -100,6 +114,15 @@ class KafkaCluster:
                 time.sleep(0.5)
         logs = "\n".join(log_tail(self._node_home(n) / "kafka.log", 5) for n in self.nodes)
         raise StackError(f"the Kafka cluster did not form in {timeout_s:.0f} s:\n{logs}")
+
+    def describe(self) -> str:
+        """Each node running or not, with the last lines of a stopped node's log: for failure reports."""
+        lines = []
+        for node in self.nodes:
+            pid = self._alive(node)
+            lines.append(f"node {node}: running (pid {pid})" if pid is not None else
+                         f"node {node}: not running; its log ends:\n{log_tail(self._node_home(node) / 'kafka.log', 8)}")
+        return "\n".join(lines)
 
     def kill(self, node: int) -> None:
         """SIGKILL: the broker and controller vanish at once, as on a machine failure."""
@@ -135,6 +158,10 @@ class KafkaCluster:
 
     def _config(self, node: int) -> Path:
         return self._node_home(node) / "server.properties"
+
+    def _node_ports(self, node: int) -> list[int]:
+        listeners = [self.ports.listener(node, index) for index in range(len(self.clients))]
+        return [self.ports.internal(node), self.ports.controller(node), *listeners]
 
     def _pid_path(self, node: int) -> Path:
         return self._node_home(node) / "kafka.pid"

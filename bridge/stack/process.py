@@ -23,6 +23,18 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def wait_ports_free(host: str, ports: Sequence[int], timeout_s: float) -> int | None:
+    """Until nothing accepts on `ports` (a process that just stopped may hold its listeners for a
+    moment); returns a port still taken after `timeout_s`, or None. A server started while its old
+    self still listens fails to bind, and a readiness probe answered by the old one misses that."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = next((port for port in ports if port_open(host, port)), None)
+        if busy is None or time.monotonic() > deadline:
+            return busy
+        time.sleep(0.5)
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -60,6 +60,11 @@ def wait_until_ready(running: dict[str, RunningWorker], timeout_s: float) -> Non
 def check_exactly_once(lab: FaultLab, workload: Workload, name: str, running: dict[str, RunningWorker]) -> None:
     for keyspace, table in workload.tables:
         messages = lab.read(f"{name}.{keyspace}.{table}", workload.expected_events())
-        workload.check((keyspace, table), messages)
+        try:
+            workload.check((keyspace, table), messages)
+        except AssertionError as error:  # with what the workers and the brokers were doing
+            workers = "\n".join(f"worker {worker}: /readyz {process.readiness()}; log ends:\n{process.log_tail(8)}"
+                                 for worker, process in running.items())
+            raise AssertionError(f"{error}\n{workers}\n{lab.cluster.describe()}") from None
     for worker, process in running.items():
         assert process.alive(), f"worker {worker} exited instead of riding out the fault:\n{process.log_tail()}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bridge.sim import Emulator
@@ -48,7 +48,7 @@ class Workload:
     def expected_events(self) -> int:
         return len(self.tables) * self.rounds * self.per_round + sum(len(k) for k in self.deleted.values())
 
-    def check(self, table: tuple[str, str], messages: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+    def check(self, table: tuple[str, str], messages: Sequence[tuple[bytes | None, bytes | None]]) -> None:
         """Each update once, per key in increasing order, a delete last where one was written."""
         seen: dict[tuple[int, int], list[object]] = collections.defaultdict(list)
         for key, value in messages:
@@ -61,11 +61,19 @@ class Workload:
             envelope = json.loads(value)
             seen[row].append(envelope["after"]["v"]["value"] if envelope["op"] == "u" else envelope["op"])
         deleted = self.deleted.get(table, set())
+        wrong: list[str] = []
+        missing: set[int] = set()  # the partitions of rows that got nothing: a stream never read?
         for i in range(self.per_round):
             row = (i % PARTITIONS, i // PARTITIONS)
             wanted: list[object] = [r * self.per_round + i for r in range(self.rounds)]
             if row in deleted:
                 wanted += ["d", "tombstone"]
             got = seen.pop(row, [])
-            assert got == wanted, f"{table} row {row}: got {got}, wanted {wanted}"
+            if got != wanted:
+                wrong.append(f"row {row}: got {got}, wanted {wanted}")
+                if not got:
+                    missing.add(row[0])
+        # All the differences counted, so a failure tells one late stream from a general loss.
+        assert not wrong, (f"{table}: {len(wrong)} of {self.per_round} rows differ ({len(messages)} messages "
+                           f"read); rows with nothing in partitions {sorted(missing)}; first: {wrong[0]}")
         assert not seen, f"unexpected rows {list(seen)[:5]}"

@@ -13,6 +13,7 @@ import pytest
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints, StackLayout, port_offset
 from bridge.stack.manager import StackManager
+from bridge.stack.process import log_tail
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
     WorkerProcess,
@@ -68,9 +69,11 @@ def test_worker_recovers_from_kafka_and_cassandra_restarts(
             wait_for(lambda: http_get(port, "/readyz")[0] == 200, 90, "the worker to be ready again")
         except AssertionError as error:  # say why: the probe's reason and the worker's last lines
             tail = worker.log_path.read_text(errors="replace").splitlines()[-15:]
+            kafka = next(s for s in private_stack.status() if s.name == "kafka")
             raise AssertionError(f"{error}; /readyz: {http_get(port, '/readyz')[1]!r}; "
-                                 f"/healthz: {http_get(port, '/healthz')[1]!r}; log tail:\n"
-                                 + "\n".join(tail)) from None
+                                 f"/healthz: {http_get(port, '/healthz')[1]!r}; kafka: {kafka}; log tail:\n"
+                                 + "\n".join(tail) + "\nkafka's log ends:\n"
+                                 + log_tail(private_stack.layout.home("kafka") / "kafka.log")) from None
     time.sleep(3)
     private_stack.down(only=["cassandra"])
     time.sleep(5)
