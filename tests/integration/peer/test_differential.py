@@ -46,9 +46,11 @@ from tests.integration.peer.compare import Record, advanced_difference, first_di
 from tests.integration.peer.workload import ADVANCED, SCALARS, UDT, Workload, advanced_table, legacy_table
 from tests.integration.worker.harness import WorkerProcess, start_worker, worker_properties, write_properties
 
+# Below Linux's ephemeral ports (32768-60999), which any process's connections or a Spark
+# session's local servers may hold: 35043 once was (26000 + 9043), failing the module's setup.
 OFFSET = port_offset(26000)
-PROXY_PORT = OFFSET + 9043
-REST_PORT = OFFSET + 8083
+PROXY_PORT = OFFSET + 1043
+REST_PORT = OFFSET + 1083
 # The module's own metadata keyspace (its generations are its own, dropped at the end): 18
 # characters, which the proxy shows as system_distributed.
 METADATA_KEYSPACE = f"sim_sysdist_{uuid.uuid4().hex[:6]}"
