@@ -23,6 +23,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ METADATA_KEYSPACE = f"sim_sysdist_{uuid.uuid4().hex[:6]}"
 # Past the generation switch: one row per table at a partition the workload never writes, which
 # both sides must deliver (a side that stopped at the old generation is caught there).
 SENTINEL = 99
+SENTINEL_KEY = re.compile(f'"pk":{SENTINEL}[,}}]'.encode())
 SEEDS = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEEDS", "3"))
 SEED_BASE = int(os.environ.get("CDC_BRIDGE_TEST_PEER_SEED_BASE", "1"))
 STATEMENTS = 40
@@ -121,6 +123,13 @@ if os.environ.get("CDC_BRIDGE_TEST_PEER_FORMATS"):  # a comma-separated choice o
 
 
 @dataclass
+class Booting:
+    connect: ConnectStandalone
+    future: Future[None]
+    started: float
+
+
+@dataclass
 class Outputs:
     peer: dict[str, list[Record]]
     ours: dict[str, list[Record]]
@@ -152,6 +161,7 @@ def jar() -> Path:
 def peer_keyspace(stack: Endpoints, cassandra_session: Any, jar: Path) -> Iterator[str]:
     """The seeded workloads, written once through the emulator (metadata in the 18-character keyspace)."""
     keyspace = f"peer_{uuid.uuid4().hex[:8]}"
+    created = time.monotonic()
     emu = Emulator(cassandra_session, SimSettings(vnodes_keyspace=METADATA_KEYSPACE))
     emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
     emu.execute(UDT.format(ks=keyspace))
@@ -165,6 +175,7 @@ def peer_keyspace(stack: Endpoints, cassandra_session: Any, jar: Path) -> Iterat
         for seed in _seeds()
         for letter, _, columns, static in shapes
     ]
+    print(f"peer tables created in {time.monotonic() - created:.1f} s")
     try:
         # Half of every table's statements in the first generation, a vnode generation switch (a
         # node bootstrapped), the other half and the sentinel rows in the new generation.
@@ -207,53 +218,105 @@ def _connector_config(fmt: Format, prefix: str, tables: str, registry: str) -> d
         "scylla.confidence.window.size": "2000",
         "scylla.query.time.window.size": "10000",
         "scylla.initial.lookback.ms": "300000",
+        # An old generation's vnodes without changes save their offsets only by heartbeats, and the
+        # connector moves to the next generation once every one is past its end (checked every 30 s):
+        # at the default 30 s the switch waits a check or two more.
+        "heartbeat.interval.ms": "5000",
         **converters,
         **dict(fmt.settings),
     }
 
 
-def _settle(bootstrap: str, prefixes: dict[str, tuple[str, str]], timeout_s: float, quiet_s: float = 10.0) -> Outputs:
-    """Read both sides of every format until, for each, both counts have not moved for `quiet_s`
-    and are equal (or, for a format whose counts differ by design, not zero), or the time is out
-    (then the comparison shows what is missing)."""
+def _sentinel_tables(records: list[Record]) -> set[str]:
+    """The tables whose sentinel row (written last, past the generation switch) is among `records`
+    (JSON keys; Avro ones decoded first)."""
+    return {r.table for r in records if r.key is not None and SENTINEL_KEY.search(r.key)}
+
+
+def _settle(
+    bootstrap: str, prefixes: dict[str, tuple[str, str]], timeout_s: float, decoder: AvroDecoder, quiet_s: float = 6.0
+) -> Outputs:
+    """Read both sides of every format until, for each, both sides hold every table's sentinel
+    row (the last write, past the generation switch: a side still before it, e.g. the connector
+    waiting for its next generation check, may stay still for half a minute), both counts are
+    equal (or, for a format whose counts differ by design, not zero) and have not moved for
+    `quiet_s` (the rest of the sentinels' windows); or the time is out (then the comparison
+    shows what is missing)."""
     unequal = {f.name for f in FORMATS if f.images is not None}
+    avro = {f.name for f in FORMATS if f.avro}
     deadline = time.monotonic() + timeout_s
     outputs = Outputs({}, {}, prefixes)
     counts: dict[str, tuple[int, int]] = {}
     since: dict[str, float] = {}
+    complete: dict[str, bool] = {}
+    started = time.monotonic()
+    moved: dict[tuple[str, int], float] = {}  # (format, side): when its count last moved, for the timings
     while time.monotonic() < deadline:
         for name, (peer_prefix, our_prefix) in prefixes.items():
             outputs.peer[name] = read_prefix(bootstrap, peer_prefix, "read_uncommitted")
             outputs.ours[name] = read_prefix(bootstrap, our_prefix)
             now = (len(outputs.peer[name]), len(outputs.ours[name]))
+            for side in (0, 1):
+                if counts.get(name, (-1, -1))[side] != now[side]:
+                    moved[name, side] = time.monotonic() - started
             if counts.get(name) != now:
                 counts[name], since[name] = now, time.monotonic()
+                sides = (outputs.peer[name], outputs.ours[name])
+                if name in avro:
+                    sides = ([decoder.record(r) for r in sides[0]], [decoder.record(r) for r in sides[1]])
+                complete[name] = all(len(_sentinel_tables(side)) == SEEDS for side in sides)
         if all(
-            c[0] and (c[0] == c[1] or (n in unequal and c[1])) and time.monotonic() - since[n] >= quiet_s
+            c[0]
+            and (c[0] == c[1] or (n in unequal and c[1]))
+            and complete[n]
+            and time.monotonic() - since[n] >= quiet_s
             for n, c in counts.items()
         ):
             break
-        time.sleep(2)
+        time.sleep(1)
+    for name, (peer_count, our_count) in counts.items():
+        print(
+            f"{name}: connector {peer_count} records (last at {moved[name, 0]:.0f} s),"
+            f" bridge {our_count} (last at {moved[name, 1]:.0f} s)"
+        )
     return outputs
 
 
 @pytest.fixture(scope="module")
+def kafka_connect(stack: Endpoints, jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Booting]:
+    """Kafka Connect's JVM, started in a thread (its REST API takes 20-60 s) while `peer_keyspace`
+    writes the workloads: `outputs` asks for it first."""
+    work = tmp_path_factory.mktemp("connect")
+    plugins = (avro_converter_dir(),) if any(f.avro for f in FORMATS) else ()
+    connect = ConnectStandalone(jar, connect_lib(), work, stack.kafka_bootstrap, REST_PORT, plugins=plugins)
+    with ThreadPoolExecutor(1) as pool:
+        booting = Booting(connect, pool.submit(connect.start), time.monotonic())
+        try:
+            yield booting
+        finally:
+            booting.future.exception()  # its start is over (up, failed or timed out) before the stop
+            connect.stop(timeout_s=15)
+
+
+@pytest.fixture(scope="module")
 def outputs(
-    stack: Endpoints, jar: Path, peer_keyspace: str, tmp_path_factory: pytest.TempPathFactory, kafka_admin: Any
+    stack: Endpoints,
+    kafka_connect: Booting,
+    peer_keyspace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    kafka_admin: Any,
 ) -> Iterator[Outputs]:
     work = tmp_path_factory.mktemp("peer")
+    connect = kafka_connect.connect
     proxy = CqlRenamingProxy(PROXY_PORT, stack.cassandra_host, stack.cassandra_port, METADATA_KEYSPACE)
     proxy.start()
-    plugins = (avro_converter_dir(),) if any(f.avro for f in FORMATS) else ()
-    connect = ConnectStandalone(jar, connect_lib(), work / "connect", stack.kafka_bootstrap, REST_PORT, plugins=plugins)
     workers: list[WorkerProcess] = []
     run = uuid.uuid4().hex[:4]
     prefixes = {fmt.name: (f"J{run}{i}", f"B{run}{i}") for i, fmt in enumerate(FORMATS)}
     try:
-        (work / "connect").mkdir()
-        started = time.monotonic()
-        connect.start()
-        print(f"Kafka Connect's REST API up in {time.monotonic() - started:.1f} s")
+        kafka_connect.future.result()
+        print(f"Kafka Connect's REST API up {time.monotonic() - kafka_connect.started:.1f} s after its start")
+        up = time.monotonic()
         for fmt in FORMATS:
             peer_prefix, our_prefix = prefixes[fmt.name]
             tables = ",".join(f"{peer_keyspace}.{fmt.tables}{seed}" for seed in _seeds())
@@ -276,8 +339,10 @@ def outputs(
                 props.update({"key.converter.schema.registry.url": url, "value.converter.schema.registry.url": url})
             props.update(dict(fmt.settings))
             workers.append(start_worker(write_properties(work / f"{our_prefix}.properties", props), work, our_prefix))
+        print(f"connectors and workers started in {time.monotonic() - up:.1f} s")
         started = time.monotonic()
-        settled = _settle(stack.kafka_bootstrap, prefixes, 180 + 40 * SEEDS)
+        decoder = AvroDecoder(SchemaRegistryClient({"url": stack.schema_registry_url}))
+        settled = _settle(stack.kafka_bootstrap, prefixes, 180 + 40 * SEEDS, decoder)
         print(f"both sides settled in {time.monotonic() - started:.1f} s")
         yield settled
     finally:
@@ -315,9 +380,8 @@ def test_records_equal_the_connectors(outputs: Outputs, fmt: Format, stack: Endp
         peer, ours = [decoder.record(r) for r in peer], [decoder.record(r) for r in ours]
     assert peer, f"{fmt.name}: the connector wrote nothing (seeds {_seeds()})"
     print(f"{fmt.name}: {len(peer)} records of the connector, {len(ours)} of the bridge, seeds {_seeds()}")
-    sentinel = re.compile(f'"pk":{SENTINEL}[,}}]'.encode())
     for side, records in (("connector", peer), ("bridge", ours)):
-        tables = {r.table for r in records if r.key is not None and sentinel.search(r.key)}
+        tables = _sentinel_tables(records)
         assert len(tables) == SEEDS, f"{fmt.name}: the {side} read past the generation switch in {sorted(tables)} only"
     if fmt.images is not None:
         found, compared, left_out = advanced_difference(peer, ours, *outputs.prefixes[fmt.name], *fmt.images)
