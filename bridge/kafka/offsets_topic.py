@@ -25,6 +25,7 @@ offset, reason) and handed to `on_corrupt` (a metric). What follows depends on w
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -87,14 +88,18 @@ class OffsetsTopic:
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
         })
-        # Asks for high watermarks only (read_uncommitted: records of open transactions count).
-        self._watermarks = Consumer({
-            **with_logger(client_config),
-            "group.id": f"{name}-offsets-watermarks-{uuid.uuid4().hex[:8]}",  # never joins or commits
+        self._client_config = client_config
+        self._watermarks = self._watermarks_consumer()
+        self._partitions: list[int] = []
+
+    def _watermarks_consumer(self) -> Any:
+        """Asks for high watermarks only (read_uncommitted: records of open transactions count)."""
+        return Consumer({
+            **with_logger(self._client_config),
+            "group.id": f"{self.name}-offsets-watermarks-{uuid.uuid4().hex[:8]}",  # never joins or commits
             "enable.auto.commit": False,
             "isolation.level": "read_uncommitted",
         })
-        self._partitions: list[int] = []
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Assign every partition of the topic; a topic created a moment ago may have no leader
@@ -153,9 +158,22 @@ class OffsetsTopic:
                 low, high = asking.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
                 return int(low), int(high)
             except KafkaException as error:
-                if time.monotonic() > deadline or (not error.args[0].retriable() and not _electing(error)):
+                electing = _electing(error)
+                if time.monotonic() > deadline or (not error.args[0].retriable() and not electing):
+                    if electing and asking is self._watermarks:
+                        self._renew_watermarks()
                     raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
+                if electing:  # ask for the topic's metadata now, not at the next periodic refresh
+                    with contextlib.suppress(KafkaException):
+                        asking.list_topics(self.topic, timeout=2)
                 time.sleep(0.2)
+
+    def _renew_watermarks(self) -> None:
+        """A client that never assigns the topic can keep 'Unknown partition' for minutes after its
+        leader's broker was killed and restarted (a fault test saw one worker's groups wait 3+ minutes
+        with every broker up): the next try starts with a new client and fresh metadata."""
+        self._watermarks.close()
+        self._watermarks = self._watermarks_consumer()
 
     def _apply(self, message: Any) -> None:
         if message.error() is not None:
