@@ -37,7 +37,10 @@ from tests.integration.worker.harness import (
 )
 
 pytestmark = pytest.mark.slow
-PRIVATE_OFFSET = port_offset(24000)
+# Every port below Linux's ephemeral range (32768-60999), where a client's outgoing connection
+# could hold one when Kafka binds it: 24000 put Kafka on 33092-33094 and Cassandra on 33042.
+# 17000: Cassandra 26042 and 24000, Kafka 26092-26094, clear of the other tests' private ports.
+PRIVATE_OFFSET = port_offset(17000)
 ROWS = 20
 # Bound on a refused start-up: far below the 15 s the worker would wait for Kafka to answer.
 FAIL_FAST_S = 12.0
