@@ -249,8 +249,11 @@ class Worker:
             self._offsets.catch_up(timeout_s=10)
         except KafkaUnavailableError as error:
             log.warning("offsets topic not read to its end; groups wait", error=str(error))
+            # Not ready meanwhile: a fault test saw a worker answer 200 while its groups waited minutes.
+            self._telemetry.group_joined(False, f"kafka: groups wait for the offsets topic ({error})")
             self._settle_after = time.monotonic() + 1.0
             return False
+        self._telemetry.group_joined(True)
         self._forget(self._unsettled)  # the offsets topic, just read to its end, knows these slots best
         self._unsettled.clear()
         self._reload_due = False
