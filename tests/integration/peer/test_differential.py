@@ -346,14 +346,18 @@ def outputs(
         print(f"both sides settled in {time.monotonic() - started:.1f} s")
         yield settled
     finally:
-        for worker in workers:  # all told at once: their shutdowns overlap Connect's
-            if worker.process.poll() is None:
-                os.kill(worker.process.pid, signal.SIGTERM)
-        connect.stop(timeout_s=15)  # SIGKILL past that: nothing of it is read afterwards
+        # SIGKILLed: both sides' outputs were read, nothing of them is read afterwards (their
+        # graceful stops made the module's teardown 21 s instead of 7)
+        ended = time.monotonic()
         for worker in workers:
-            worker.stop()
+            if worker.process.poll() is None:
+                os.kill(worker.process.pid, signal.SIGKILL)
+        connect.stop(timeout_s=0)
+        for worker in workers:
+            worker.kill()
         proxy.stop()
         _delete_topics(kafka_admin, [p for pair in prefixes.values() for p in pair])
+        print(f"workers, Connect and topics gone in {time.monotonic() - ended:.1f} s")
 
 
 def _delete_topics(kafka_admin: Any, prefixes: list[str]) -> None:
