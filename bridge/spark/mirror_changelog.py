@@ -54,8 +54,6 @@ class Pending:
 class ChangeLog:
     def __init__(self, path: str) -> None:
         self.path = path
-        self.pending_rows: int | None = None  # known once appended to or read by this process
-        self.last_batch = -1
 
     def exists(self, spark: SparkSession) -> bool:
         from delta.tables import DeltaTable
@@ -82,28 +80,17 @@ class ChangeLog:
         frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         (frame.withColumn(BATCH, F.lit(batch_id).cast("long")).write.format("delta").mode("append")
          .option("mergeSchema", "true").option("txnAppId", app_id).option("txnVersion", batch_id).save(self.path))
-        if self.pending_rows is None:
-            self.pending_rows = self._count(spark) if batch_id > self.last_batch else written
-        elif batch_id > self.last_batch:
-            self.pending_rows += written
-        self.last_batch = max(self.last_batch, batch_id)
         return written
-
-    def _count(self, spark: SparkSession) -> int:
-        return spark.read.format("delta").load(self.path).count() if self.exists(spark) else 0
 
     def pending(self, spark: SparkSession, columns: MirrorColumns) -> Pending | None:
         """The changes not yet folded, None when there are none."""
         if not self.exists(spark):
-            self.pending_rows = 0
             return None
         frame = spark.read.format("delta").load(self.path)
         summary = frame.agg(F.count(F.lit(1)).alias("n"), F.max(BATCH).alias("last")).first()
-        self.pending_rows = int(summary["n"]) if summary is not None else 0
-        if not self.pending_rows or summary is None:
+        if summary is None or not summary["n"]:
             return None
         last = int(summary["last"])
-        self.last_batch = max(self.last_batch, last)
         dropped = [{"key": orjson.loads(r[DROP])} for r in frame.where(F.col(DROP).isNotNull()).select(DROP).collect()]
         x_type = frame.schema["x"].dataType
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
@@ -117,4 +104,3 @@ class ChangeLog:
         from delta.tables import DeltaTable
 
         DeltaTable.forPath(spark, self.path).delete()
-        self.pending_rows = 0
