@@ -157,12 +157,17 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
             continue
         ts = cols.ts[j]
         if kind == DELETE:  # a range / partition delete covering the key
-            if marker and (marker_ts or 0) <= ts:
-                marker, marker_ts, changed = False, None, True
+            shadowed = marker and (marker_ts or 0) <= ts
+            if shadowed:
+                marker, marker_ts = False, None
             for i in range(n):
                 if v[i] is not None and (t[i] or 0) <= ts:
                     v[i] = t[i] = None
-                    changed = True
+                    shadowed = True
+            if shadowed:
+                changed = True
+                if not marker and all(value is None for value in v):
+                    pts = prk = poff = None  # the row is gone, and its position with it (as fold.fold)
             continue
         rank, off = cols.rank[j], cols.off[j]
         if pts is not None and (ts < pts or (ts == pts and (rank < prk or (rank == prk and off <= poff)))):

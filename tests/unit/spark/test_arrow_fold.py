@@ -17,7 +17,6 @@ from collections import Counter
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -117,9 +116,6 @@ def _reference_cell_ts(row: dict[str, Any]) -> dict[str, int]:
 
 RUN = fold_batches([c.name for c in KEYS], [value_rule(c) for c in VALUES], MARKER, TS_US, OFFSET, CELL_TS, RANK,
                    ACTION)
-# Seeds whose workloads meet a known difference of the Arrow fold from the reference (the test
-# below shows it alone); every other seed's must be equal.
-KNOWN = {11}
 
 
 def _check_seed(seed: int, seen: Counter[str]) -> None:
@@ -154,20 +150,18 @@ def _check_seed(seed: int, seen: Counter[str]) -> None:
 def test_the_arrow_fold_equals_the_reference_fold_over_many_seeds() -> None:
     seen: Counter[str] = Counter()
     for seed in range(SEEDS):
-        if seed not in KNOWN:
-            _check_seed(seed, seen)
+        _check_seed(seed, seen)
     # every rule had its cases: rows deleted, positions of snapshot rows, static rows, split keys
     assert all(seen[name] > 50 for name in ("upsert", "delete", "snapshot positions", "static rows",
                                             "keys across batches")), seen
 
 
-@pytest.mark.xfail(strict=True, reason="arrow_fold keeps the position of a row a covering delete emptied")
 def test_a_row_a_covering_delete_empties_forgets_its_position() -> None:
     """Seed 11's difference, alone: a stored row (v written at 133, position 140 from a cell nulled
     then) that a partition delete at 133 empties, then a change at 134 in the same micro-batch.
-    The reference forgets the emptied row's position, so the change applies (as it would if the
-    delete came a micro-batch earlier: the mirror removes the row and its position with it); the
-    Arrow fold keeps position 140 and skips the change, so the row is deleted."""
+    The row and its position are gone, so the change applies, as it would if the delete came a
+    micro-batch earlier (the mirror removes the row and its position with it). The Arrow fold once
+    kept position 140 and skipped the change, deleting the row."""
     stored = {"pk": 1, "ck": None, "d": None, "l": None, "m": None, "s": None, "u": None, "v": 4,
               MARKER: False, TS_US: 140, RANK: 0, OFFSET: 27, CELL_TS: {"v": 133}}
     change = {"op": "u", "ts": 134, "offset": 49, "after": {"pk": 1, "ck": None, "v": {"value": 7}}}
