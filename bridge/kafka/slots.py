@@ -45,6 +45,7 @@ log = structlog.get_logger(__name__)
 SlotsCallback = Callable[[set[int]], None]
 CHECK_INTERVAL_S = 5.0
 _CHECK_TIMEOUT_S = 0.5  # on the main loop: a slow answer skips one check rather than stalling the loop
+_PROBE_TIMEOUT_S = 2.0  # a new client's first answer (connect, then metadata), at most once per rejoin bound
 # A healthy rejoin takes a session timeout (10 s) plus the other members' revocations (a commit,
 # under 30 s): past this the member is presumed stuck.
 REJOIN_BOUND_S = 45.0
@@ -93,8 +94,8 @@ class SlotMembership:
         self._unassigned_since: float | None = time.monotonic()
         self._consumer = self._subscribe()
 
-    def _subscribe(self) -> Any:
-        consumer = Consumer(self._config)
+    def _subscribe(self, consumer: Any = None) -> Any:
+        consumer = consumer if consumer is not None else Consumer(self._config)
         consumer.subscribe([self.topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
         return consumer
 
@@ -113,13 +114,18 @@ class SlotMembership:
         very state that stuck it); its callbacks are ignored from now on."""
         waited = time.monotonic() - (self._unassigned_since or 0.0)
         self._unassigned_since = time.monotonic()
+        # Whether Kafka answers is asked by the new client: the stuck one may have no broker
+        # connection up while the broker answers (CI: no rejoin for 90 s after a broker restart,
+        # each probe through the stuck member timing out, so it was never replaced).
+        candidate = Consumer(self._config)
         try:
-            self._consumer.list_topics(self.topic, timeout=_CHECK_TIMEOUT_S)
+            candidate.list_topics(self.topic, timeout=_PROBE_TIMEOUT_S)
         except KafkaException:
+            _close_quietly(candidate)  # never subscribed: closes at once
             return
         log.warning("slot group not joined; starting a new member", waited_s=round(waited, 1),
                     member=self.member_id())
-        stuck, self._consumer = self._consumer, self._subscribe()
+        stuck, self._consumer = self._consumer, self._subscribe(candidate)
         threading.Thread(target=_close_quietly, args=(stuck,), name="slot-member-close", daemon=True).start()
 
     def _check_partitions(self, timeout_s: float) -> None:
