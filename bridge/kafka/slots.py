@@ -92,10 +92,9 @@ class SlotMembership:
         self._config = config
         self._rejoin_bound_s = rejoin_bound_s
         self._unassigned_since: float | None = time.monotonic()
-        self._consumer = self._subscribe()
+        self._consumer = self._subscribe(Consumer(self._config))
 
-    def _subscribe(self, consumer: Any = None) -> Any:
-        consumer = consumer if consumer is not None else Consumer(self._config)
+    def _subscribe(self, consumer: Any) -> Any:
         consumer.subscribe([self.topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
         return consumer
 
