@@ -29,6 +29,7 @@ from bridge.control.control_records import (
 )
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
+from bridge.kafka.watermarks import watermarks
 from bridge.settings import BridgeConfig
 
 log = structlog.get_logger(__name__)
@@ -114,7 +115,7 @@ class ControlFollower:
         """Read to the end the topic has now; the last target state written (None: never
         written). Restart requests read on the way are dropped: they are older than this reader."""
         try:
-            start, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s)
+            start, end = watermarks(self._consumer, self.topic, 0, time.monotonic() + timeout_s, absent_ok=True)
         except KafkaException as error:
             if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return None  # no worker of this name has run since the control plane came: nothing written

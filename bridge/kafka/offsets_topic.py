@@ -25,7 +25,6 @@ offset, reason) and handed to `on_corrupt` (a metric). What follows depends on w
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.offsets import UnreadableKey, decode_value, group_of_key
+from bridge.kafka.watermarks import electing, watermarks
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
@@ -153,20 +153,12 @@ class OffsetsTopic:
         the last stable offset: the read_committed consumer asks for that); retried while a new
         topic's leader is being elected."""
         asking = self._consumer if committed_only else self._watermarks
-        while True:
-            try:
-                low, high = asking.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
-                return int(low), int(high)
-            except KafkaException as error:
-                electing = _electing(error)
-                if time.monotonic() > deadline or (not error.args[0].retriable() and not electing):
-                    if electing and asking is self._watermarks:
-                        self._renew_watermarks()
-                    raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
-                if electing:  # ask for the topic's metadata now, not at the next periodic refresh
-                    with contextlib.suppress(KafkaException):
-                        asking.list_topics(self.topic, timeout=2)
-                time.sleep(0.2)
+        try:
+            return watermarks(asking, self.topic, partition, deadline)
+        except KafkaException as error:
+            if electing(error) and asking is self._watermarks:
+                self._renew_watermarks()
+            raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
 
     def _renew_watermarks(self) -> None:
         """A client that never assigns the topic can keep 'Unknown partition' for minutes after its
@@ -243,14 +235,6 @@ class OffsetsTopic:
     def close(self) -> None:
         self._consumer.close()
         self._watermarks.close()
-
-
-def _electing(error: KafkaException) -> bool:
-    """A leader being elected, or metadata not yet refreshed after it (`_UNKNOWN_PARTITION`: seen
-    after an outage and when two workers start on a fresh cluster)."""
-    return bool(error.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT,
-                                         KafkaError._UNKNOWN_PARTITION))
 
 
 def _behind(position: int, low: int, high: int) -> bool:

@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
+from bridge.kafka.watermarks import watermarks
 
 EXECUTE, STOP = "execute-snapshot", "stop-snapshot"
 
@@ -105,7 +106,7 @@ class SignalFollower:
     def catch_up(self, timeout_s: float) -> list[Signal | SignalError]:
         """Everything up to the end the topic has now (groups start knowing every signal so far)."""
         try:
-            start, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s)
+            start, end = watermarks(self._consumer, self.topic, 0, time.monotonic() + timeout_s)
         except KafkaException as error:
             raise KafkaUnavailableError(f"signals topic {self.topic}: {error.args[0].str()}") from None
         found: list[Signal | SignalError] = []

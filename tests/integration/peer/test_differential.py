@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,11 @@ class Outputs:
     peer: dict[str, list[Record]]
     ours: dict[str, list[Record]]
     prefixes: dict[str, tuple[str, str]]
+    worker_logs: dict[str, Path] = field(default_factory=dict)  # format name: its bridge worker's log
+
+    def worker_log_tail(self, name: str, lines: int = 5) -> str:
+        path = self.worker_logs.get(name)
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path else "(no log)"
 
 
 def _seeds() -> list[int]:
@@ -343,6 +348,7 @@ def outputs(
         started = time.monotonic()
         decoder = AvroDecoder(SchemaRegistryClient({"url": stack.schema_registry_url}))
         settled = _settle(stack.kafka_bootstrap, prefixes, 180 + 40 * SEEDS, decoder)
+        settled.worker_logs = {fmt.name: worker.log_path for fmt, worker in zip(FORMATS, workers, strict=True)}
         print(f"both sides settled in {time.monotonic() - started:.1f} s")
         yield settled
     finally:
@@ -386,7 +392,10 @@ def test_records_equal_the_connectors(outputs: Outputs, fmt: Format, stack: Endp
     print(f"{fmt.name}: {len(peer)} records of the connector, {len(ours)} of the bridge, seeds {_seeds()}")
     for side, records in (("connector", peer), ("bridge", ours)):
         tables = _sentinel_tables(records)
-        assert len(tables) == SEEDS, f"{fmt.name}: the {side} read past the generation switch in {sorted(tables)} only"
+        assert len(tables) == SEEDS, (
+            f"{fmt.name}: the {side} read past the generation switch in {sorted(tables)} only"
+            + (f"; its worker's log ends:\n{outputs.worker_log_tail(fmt.name)}" if side == "bridge" else "")
+        )
     if fmt.images is not None:
         found, compared, left_out = advanced_difference(peer, ours, *outputs.prefixes[fmt.name], *fmt.images)
         print(f"{fmt.name}: {compared} keys compared, {left_out} left out (a change without its image)")

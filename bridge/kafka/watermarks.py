@@ -1,0 +1,47 @@
+"""A partition's watermarks, asked for again while its leader is being elected.
+
+A topic a worker has just created, or one whose leader's broker was restarted, answers 'Not leader
+for partition', 'Unknown partition' or a timeout for a moment, though its partitions are already
+published with a leader: every topic a worker reads to its end at start-up (offsets, control,
+signals) asks through here, so that such a moment is waited out instead of ending start-up (a CI
+run's worker exited on the control topic's 'Not leader for partition' a second after creating it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+RETRY_PAUSE_S = 0.2
+
+
+def electing(error: KafkaException) -> bool:
+    """A leader being elected, or metadata not yet refreshed after it (`_UNKNOWN_PARTITION`: seen
+    after an outage and when two workers start on a fresh cluster)."""
+    return bool(error.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT,
+                                         KafkaError._UNKNOWN_PARTITION))
+
+
+def watermarks(client: Any, topic: str, partition: int, deadline: float, *, absent_ok: bool = False) -> tuple[int, int]:
+    """(low, high) of the partition through `client` (a Consumer). Retried until `deadline`
+    (time.monotonic) while the error is retriable or a leader is being elected, asking for the
+    topic's metadata before each retry rather than at the next periodic refresh; then the last
+    KafkaException is raised. `absent_ok`: 'Unknown topic or partition' is raised at once (the
+    caller reads an absent topic as an empty one)."""
+    while True:
+        try:
+            low, high = client.get_watermark_offsets(TopicPartition(topic, partition),
+                                                     timeout=max(0.5, min(5.0, deadline - time.monotonic())))
+            return int(low), int(high)
+        except KafkaException as error:
+            final = absent_ok and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+            if final or time.monotonic() > deadline or not (error.args[0].retriable() or electing(error)):
+                raise
+            if electing(error):
+                with contextlib.suppress(KafkaException):
+                    client.list_topics(topic, timeout=2)
+            time.sleep(RETRY_PAUSE_S)
