@@ -22,6 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
+from bridge.kafka.watermarks import watermarks
 from bridge.scylla.groups import GroupId
 
 HEARTBEAT_S = 10.0
@@ -97,11 +98,10 @@ def _latest(consumer: Any, topic: str, timeout_s: float) -> dict[bytes, WorkerSt
     metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return {}  # no worker has run yet (or one older than the status topic)
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-            for p in metadata.partitions}
+    deadline = time.monotonic() + timeout_s
+    ends = {p: watermarks(consumer, topic, p, deadline)[1] for p in metadata.partitions}
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p, end in ends.items() if end > 0])
     latest: dict[bytes, WorkerStatus] = {}
-    deadline = time.monotonic() + timeout_s
     remaining = {p for p, end in ends.items() if end > 0}
     while remaining and time.monotonic() < deadline:
         for message in consumer.consume(1000, timeout=0.2):
