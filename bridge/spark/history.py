@@ -12,13 +12,18 @@ range / partition deletes); per table:
    (kept forever: a key's versions are recomputed from all its deletes);
 3. the new keys' versions are computed from the micro-batch's changes alone (and the stored
    deletes covering them) and appended: they have no earlier version and no earlier change;
-4. the known keys' changes (all of them) and covering deletes are read back and their versions
-   recomputed, so a late change rewrites the versions after it; one MERGE on (key columns,
-   `__START_AT`) writes them and deletes the keys' versions no longer in the set.
+4. a known key whose micro-batch changes (and covering deletes) are all later than its stored
+   ones (in order, the common case) has its versions continued from its open version, read from
+   the history table, with what the scan of step 1 read of its stored changes (`history_advance`):
+   one MERGE ends or updates the open versions and appends the new ones;
+5. the other known keys (a late change; every key of a re-run micro-batch) have all their changes
+   and covering deletes read back and their versions recomputed, so a late change rewrites the
+   versions after it; one MERGE on (key columns, `__START_AT`) writes them and deletes the keys'
+   versions no longer in the set. It is the micro-batch's last write.
 Versions are computed per key in Python over Arrow (`mapInArrow` after a repartition and sort by
 key; the pure `history_versions.versions`). Both writes are idempotent (`txnAppId` /
 `txnVersion`); a micro-batch re-run after its changes were appended finds all its keys known and
-MERGEs the same versions (on a key's versions already appended: the same rows).
+MERGEs the same versions (on a key's versions already appended: the same rows) in step 5.
 """
 
 from __future__ import annotations
@@ -37,12 +42,23 @@ from bridge.spark.batch_reader import BatchReader
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, prepare
 from bridge.spark.fold import HIDDEN
+from bridge.spark.history_advance import (
+    advance_in_arrow,
+    advance_inputs,
+    advance_output_type,
+    advanced_versions,
+    merge_condition,
+    refused_keys,
+    stored_stats,
+)
 from bridge.spark.history_arrow import (
     DATA,
     END_AT,
+    OP,
     START_AT,
     START_OFFSET,
     START_OP,
+    TS,
     change_rows,
     conformed,
     covering_rows,
@@ -159,7 +175,8 @@ class HistoryWriter:
                 batch_id: int) -> int:
         """Split the affected keys into new ones (no change stored before this micro-batch) and
         known ones, append the changes, then write the new keys' versions computed from the
-        micro-batch alone (an append) and rewrite the known keys' from all their changes (a MERGE)."""
+        micro-batch alone (an append), continue the in-order known keys' from their open versions
+        (a MERGE) and rewrite the other known keys' from all their changes (a MERGE)."""
         from delta.tables import DeltaTable
 
         stages = _Stages()
@@ -170,14 +187,17 @@ class HistoryWriter:
         batch_keys = rows.select(*keyed).distinct().persist() if rows is not None else None
         known_parts: list[DataFrame] = []
         if DeltaTable.isDeltaTable(spark, changes_path):  # read before the append: the keys changed before
-            before = spark.read.format("delta").load(changes_path).select(*keyed)
+            before = spark.read.format("delta").load(changes_path).select(*keyed, TS, OP)
             if batch_keys is not None:
                 small = F.broadcast(batch_keys)
                 known_parts.append(before.join(small, same_key(before, small, names), "left_semi"))
             if dropped and partition_keys:  # every key stored in a partition one of its deletes hits
                 hit = partitions(spark, columns, partition_keys, dropped)
-                known_parts.append(before.join(hit, partition_keys, "left_semi").select(*keyed))
-        known = reduce(DataFrame.unionByName, known_parts).distinct().persist() if known_parts else None
+                known_parts.append(before.join(hit, partition_keys, "left_semi").select(*keyed, TS, OP))
+        # the known keys, with what their stored changes leave (a key in both parts: max is idempotent)
+        known = stored_stats(reduce(DataFrame.unionByName, known_parts), names).persist() if known_parts else None
+        refused: DataFrame | None = None
+        refused_count = 0
         try:
             known_count = known.count() if known is not None else 0
             stages.done("keys_split")
@@ -191,16 +211,55 @@ class HistoryWriter:
                                            known if known_count else None, app_id, batch_id)
                 stages.done("new_keys_appended")
             if known is not None and known_count:
+                # in-order keys first; the full recompute's MERGE last, so a re-run (every key
+                # refused then: its changes are stored) ends with the one write covering them all
+                advanced, refused = self._advance(spark, table, columns, store, partition_keys, dropped, rows,
+                                                  known, app_id, batch_id, stages)
+                written += advanced
+                refused_count = refused.count()
+            if refused is not None and refused_count:
                 stored = spark.read.format("delta").load(changes_path)
-                written += self._rewrite(spark, self.path(*table), stored, F.broadcast(known), store, columns,
+                written += self._rewrite(spark, self.path(*table), stored, F.broadcast(refused), store, columns,
                                          partition_keys, table, app_id, batch_id, stages)
         finally:
-            for frame in (known, batch_keys):
+            for frame in (known, batch_keys, refused):
                 if frame is not None:
                     frame.unpersist()
         log.info("micro-batch history stages", keyspace=table[0], table=table[1], batch_id=batch_id,
-                 known_keys=known_count, **stages.seconds)
+                 known_keys=known_count, recomputed_keys=refused_count, **stages.seconds)
         return written
+
+    def _advance(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
+                 partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None, known: DataFrame,
+                 app_id: str, batch_id: int, stages: _Stages) -> tuple[int, DataFrame]:
+        """The known keys whose micro-batch changes are all later than their stored ones: their
+        versions continued from the open one and MERGEd (`history_advance`); returns the rows
+        written and the other known keys (persisted), for the full recompute."""
+        from delta.tables import DeltaTable
+
+        path = self.path(*table)
+        names = columns.key_names
+        keyed = [F.col(f"`{n}`") for n in names]
+        compute = advance_in_arrow(columns, tracked_columns(table, self.track_on, self.track_except, columns))
+        inputs = advance_inputs(spark, path, known, rows, store, columns, partition_keys, dropped)
+        result = (inputs.repartition(spark.sparkContext.defaultParallelism, *keyed).sortWithinPartitions(*keyed)
+                  .mapInArrow(compute, advance_output_type(columns)).persist())
+        try:
+            result.count()
+            refused = refused_keys(result, names).persist()
+            refused.count()
+            fresh = advanced_versions(result).withColumn(ACTION, F.lit("upsert"))
+            stages.done("known_versions_advanced")
+            assignments: dict[str, str | Column] = {f"`{f.name}`": f"s.`{f.name}`"
+                                                    for f in history_schema(columns).fields}
+            written = 0
+            if fresh.count():
+                written = merge_actions(spark, DeltaTable.forPath(spark, path), fresh, merge_condition(names),
+                                        assignments, f"{app_id}:advance", batch_id)
+            stages.done("known_versions_merged")
+            return written, refused
+        finally:
+            result.unpersist()
 
     def _versions(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, inputs: list[DataFrame],
                   keyed: list[Column]) -> DataFrame:

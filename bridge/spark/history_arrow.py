@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.fold import FoldSpec
-from bridge.spark.history_versions import versions
+from bridge.spark.history_versions import Version, versions
 from bridge.spark.mirror_fold import elements_types
 from bridge.spark.mirror_frames import MirrorColumns
 
@@ -62,11 +62,13 @@ def input_type(columns: MirrorColumns) -> T.StructType:
     return T.StructType(fields)
 
 
-def conformed(frame: DataFrame, columns: MirrorColumns, kind: int) -> DataFrame:
-    """`frame` with exactly `input_type`'s columns (one missing: null, e.g. a column added later)."""
+def conformed(frame: DataFrame, columns: MirrorColumns, kind: int, schema: T.StructType | None = None) -> DataFrame:
+    """`frame` with exactly `input_type`'s columns, or `schema`'s (one missing: null, e.g. a column
+    added later)."""
     present = set(frame.columns)
     return frame.select(*[(F.col(f"`{f.name}`") if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
-                          if f.name != KIND else F.lit(kind).alias(KIND) for f in input_type(columns).fields])
+                          if f.name != KIND else F.lit(kind).alias(KIND)
+                          for f in (schema or input_type(columns)).fields])
 
 
 def covering_rows(deletes: DataFrame, columns: MirrorColumns) -> DataFrame:
@@ -97,50 +99,68 @@ def _from_fold(value: Any, is_map: bool) -> Any:
     return value
 
 
-def versions_in_arrow(columns: MirrorColumns,
-                      tracked: frozenset[str] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The `mapInArrow` function: input rows of `input_type`, sorted by key within the partition
-    (a key's rows are consecutive), -> `output_type` rows, every version of every key."""
-    spec: FoldSpec = columns.fold_spec()
-    keys = tuple(columns.key_names)
-    maps = {c.name for c in columns.values if isinstance(c.mirror_type(), T.MapType)}
-    lists = {c.name for c in columns.values if c.collection == "list"}
-    elements = [c.name for c in columns.values if c.has_elements]
-    spark_type = output_type(columns)
+class FoldInput:
+    """`input_type` rows (Arrow's Python form) as the fold's events, and versions as output rows."""
 
-    def event(row: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, columns: MirrorColumns) -> None:
+        self.spec: FoldSpec = columns.fold_spec()
+        self.keys = tuple(columns.key_names)
+        self.maps = {c.name for c in columns.values if isinstance(c.mirror_type(), T.MapType)}
+        self.lists = {c.name for c in columns.values if c.collection == "list"}
+        self.elements = [c.name for c in columns.values if c.has_elements]
+
+    def key(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(row[n] for n in self.keys)
+
+    def event(self, row: dict[str, Any]) -> dict[str, Any]:
         if row[KIND] == COVERING:  # the store already matched it to this key: no bounds to test again
             return {"kind": "partition_delete", "key": {}, "ts": row[TS], "offset": row[OFFSET]}
-        after: dict[str, Any] = {name: row[name] for name in keys}
-        for column in spec.value_columns:
+        after: dict[str, Any] = {name: row[name] for name in self.keys}
+        for column in self.spec.value_columns:
             if row[column.name + CELL]:
-                after[column.name] = {"value": _to_fold(row[column.name], column.name in maps)}
-        for name in elements:
+                after[column.name] = {"value": _to_fold(row[column.name], column.name in self.maps)}
+        for name in self.elements:
             change = row[name + ELEMENTS]
             if change is not None:
-                if name in lists:  # the fold takes appended list entries as {value}
+                if name in self.lists:  # the fold takes appended list entries as {value}
                     change = {"added": [{"value": v} for v in change["added"] or []],
                               "removed": change["removed"]}
                 after[name + ELEMENTS] = change
         return {"op": row[OP], "ts": row[TS], "offset": row[OFFSET], "after": after}
+
+    def visible(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A history row's columns in the fold's form."""
+        names = (*self.keys, *(c.name for c in self.spec.value_columns))
+        return {name: _to_fold(row[name], name in self.maps) for name in names}
+
+    def output(self, version: Version) -> dict[str, Any]:
+        row = {name: _from_fold(value, name in self.maps) for name, value in version.row.items()}
+        row.update({START_AT: version.start_us, END_AT: version.end_us, START_OP: version.op,
+                    START_OFFSET: version.offset})
+        return row
+
+
+def arrow_rows(batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+def versions_in_arrow(columns: MirrorColumns,
+                      tracked: frozenset[str] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The `mapInArrow` function: input rows of `input_type`, sorted by key within the partition
+    (a key's rows are consecutive), -> `output_type` rows, every version of every key."""
+    fold_input = FoldInput(columns)
+    spark_type = output_type(columns)
 
     def compute(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
         schema = to_arrow_schema(spark_type, timezone="UTC")  # Spark passes timestamps to Arrow as UTC
-
-        def rows() -> Iterator[dict[str, Any]]:
-            for batch in batches:
-                yield from batch.to_pylist()
-
         out: list[dict[str, Any]] = []
-        for _, same_key in groupby(rows(), key=lambda r: tuple(r[n] for n in keys)):
-            for version in versions(spec, [event(r) for r in same_key], tracked):
-                row = {name: _from_fold(value, name in maps) for name, value in version.row.items()}
-                row.update({START_AT: version.start_us, END_AT: version.end_us, START_OP: version.op,
-                            START_OFFSET: version.offset})
-                out.append(row)
+        for _, same_key in groupby(arrow_rows(batches), key=fold_input.key):
+            for version in versions(fold_input.spec, [fold_input.event(r) for r in same_key], tracked):
+                out.append(fold_input.output(version))
             if len(out) >= 10_000:
                 yield pa.RecordBatch.from_pylist(out, schema=schema)
                 out = []

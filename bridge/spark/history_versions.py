@@ -9,6 +9,10 @@ since every version is recomputed from all changes of the key). A delete, or a r
 delete leaving nothing, ends the open version; a range delete that shadows some cells only starts
 a new one. A change of untracked columns only (`tracked`) updates the open version in place.
 
+`advance` continues a key's versions from its open version when every change of the micro-batch
+is later than every stored change of the key (the common, in-order case), so the key's history
+is not read back; it says when it cannot (a late change), and the caller recomputes the key.
+
 Events are the fold's dicts (docs in `bridge.spark.fold.fold`); a covering range / partition
 delete may come as `{"kind": "partition_delete", "key": {}, "ts", "offset"}` once the caller knows
 it covers the key.
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from bridge.spark.fold import FoldSpec, fold, rank
+from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, TS_US, WRITE_RANK, FoldSpec, fold, rank
 
 DROPPED_OP = "range"  # `op` of a version started by a range / partition delete that shadowed some cells
 
@@ -48,12 +52,21 @@ def _visible(spec: FoldSpec, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def versions(spec: FoldSpec, events: Iterable[Mapping[str, Any]],
-             tracked: frozenset[str] | None = None) -> list[Version]:
+             tracked: frozenset[str] | None = None, current: Version | None = None,
+             marker: bool = False) -> list[Version]:
     """The versions of one key, oldest first. `tracked`: the value columns whose changes start a
-    version (None: all); the others' changes update the open version in place."""
+    version (None: all); the others' changes update the open version in place. `current`: the
+    key's open version before `events` (which are then all later than its every change; `marker`:
+    whether the row has a row marker), returned first, ended or updated in place if they do so."""
     watched = [c.name for c in spec.value_columns if tracked is None or c.name in tracked]
     state: dict[str, Any] | None = None
     out: list[Version] = []
+    if current is not None:
+        # No cell timestamps: every cell is older than the events, so a covering delete among them
+        # shadows it, as it would with the true ones; the position skips nothing of them either.
+        state = {**current.row, MARKER: marker, CELL_TS: {}, TS_US: current.start_us, RANK: WRITE_RANK,
+                 OFFSET: current.offset}
+        out.append(current)
     for ts, same_time in groupby(sorted(events, key=_order), key=lambda e: int(e["ts"])):
         group = list(same_time)
         result = fold(spec, state, group)
@@ -76,6 +89,46 @@ def versions(spec: FoldSpec, events: Iterable[Mapping[str, Any]],
         op = DROPPED_OP if "kind" in last else str(last["op"])
         out.append(Version(ts, None, op, int(last.get("offset", 0)), row))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a key's stored changes leave, read from the changes table: the newest change's
+    timestamp, the newest INSERT's or snapshot row's (None: none), the newest delete's."""
+
+    last_ts: int
+    last_insert_ts: int | None
+    last_delete_ts: int | None
+
+
+def has_marker(spec: FoldSpec, row: Mapping[str, Any], stored: Stored, covering_ts: Iterable[int]) -> bool:
+    """Whether the row (existing after its stored changes and the stored covering deletes at
+    `covering_ts`) has a row marker: its newest INSERT / snapshot row is newer than every delete
+    (a delete of the same timestamp wins); never on the static row (clustering columns null)."""
+    if stored.last_insert_ts is None or any(row.get(name) is None for name in spec.key_columns):
+        return False
+    deletes = [t for t in (stored.last_delete_ts, *covering_ts) if t is not None]
+    return all(stored.last_insert_ts > t for t in deletes)
+
+
+def advance(spec: FoldSpec, current: Version | None, stored: Stored, events: Iterable[Mapping[str, Any]],
+            covering: Iterable[tuple[Mapping[str, Any], bool]],
+            tracked: frozenset[str] | None = None) -> list[Version] | None:
+    """A known key's versions from `current` (its open version; None: the row does not exist)
+    onwards, given the micro-batch's changes of the key (`events`) and every range / partition
+    delete covering it (`covering`: (event, whether it came in this micro-batch)); None when a
+    change or delete of the micro-batch is not later than every stored change of the key (a late
+    change rewrites versions before the open one: the caller recomputes the key from all of them).
+    The stored covering deletes are applied already (in `current`): a micro-batch's change must
+    be later than them too (one newer than the stored changes emptied the row, but a write older
+    than it would still have seen the row's earlier cells)."""
+    stored_covering = [int(delete["ts"]) for delete, new in covering if not new]
+    newest = max([stored.last_ts, *stored_covering])
+    later = [*events, *(delete for delete, new in covering if new)]
+    if any(int(event["ts"]) <= newest for event in later):
+        return None
+    marker = current is not None and has_marker(spec, current.row, stored, stored_covering)
+    return versions(spec, later, tracked, current, marker)
 
 
 def as_of(history: Iterable[Version], ts: int) -> Version | None:

@@ -10,6 +10,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from bridge.spark.history_advance import SEED, STORED, advance_in_arrow, advance_input_type
 from bridge.spark.history_arrow import COVERING, DATA, input_type, versions_in_arrow
 from bridge.spark.mirror_frames import MirrorColumns
 from bridge.spark.shape import ColumnShape
@@ -72,3 +73,28 @@ def test_each_key_gets_its_own_versions_when_its_rows_span_batches() -> None:
                 [change(20, 2, l__elements={"added": [2], "removed": None}),
                  change(15, 3, pk=other, l__elements={"added": [9], "removed": None})]])
     assert [(r["pk"], r["__START_AT"], r["l"]) for r in rows] == [(DAY, 10, [1]), (DAY, 20, [1, 2]), (other, 15, [9])]
+
+
+def advance_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    schema = to_arrow_schema(advance_input_type(COLUMNS), timezone="UTC")
+    full = [{**{f.name: None for f in advance_input_type(COLUMNS).fields}, **row} for row in rows]
+    out = advance_in_arrow(COLUMNS, None)(iter([pa.RecordBatch.from_pylist(full, schema=schema)]))
+    return [row for batch in out for row in batch.to_pylist()]
+
+
+def test_advancing_over_arrow_ends_the_open_version_keeps_its_map_and_refuses_a_late_change() -> None:
+    seed = {"pk": DAY, "_cdc_kind": SEED, "_cdc_ts": 10, "_cdc_op": "c", "_cdc_offset": 1, "l": [1],
+            "m": [(1, "x")], "u": {"a": 5, "b": None}}
+    stored = {"pk": DAY, "_cdc_kind": STORED, "_cdc_ts": 10, "_cdc_last_insert": 10}
+    rows = advance_run([seed, stored, {**change(20, 2, l__elements={"added": [2], "removed": None}),
+                                       "_cdc_kind": DATA}])
+    got = [(r["__START_AT"], r["__END_AT"], r["__START_OP"], r["l"], r["m"], r["u"], r["_cdc_refused"]) for r in rows]
+    assert got == [(10, 20, "c", [1], [(1, "x")], {"a": 5, "b": None}, False),
+                   (20, None, "u", [1, 2], [(1, "x")], {"a": 5, "b": None}, False)]
+    unchanged = advance_run([seed, stored, {**change(20, 2, m__cell=True, m=[(1, "x")]), "_cdc_kind": DATA}])
+    assert unchanged == [], "the same map written again: the open version stays as it is, not rewritten"
+    late = advance_run([seed, stored, {**change(5, 2, l__elements={"added": [2], "removed": None}),
+                                       "_cdc_kind": DATA}])
+    assert [(r["pk"], r["_cdc_refused"], r["__START_AT"]) for r in late] == [(DAY, True, None)]
+    new_delete = advance_run([seed, stored, {**change(30, 7), "_cdc_kind": COVERING, "_cdc_new": True}])
+    assert [(r["__START_AT"], r["__END_AT"]) for r in new_delete] == [(10, 30)]

@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 from bridge.spark.fold import FoldSpec, ValueColumn, fold
-from bridge.spark.history_versions import DROPPED_OP, as_of, versions
+from bridge.spark.history_versions import DROPPED_OP, Stored, Version, advance, as_of, versions
 
 SPEC = FoldSpec(("pk", "ck"), (ValueColumn("v", None, False), ValueColumn("t", None, False),
                                ValueColumn("s", "set", True)))
@@ -134,3 +134,98 @@ def test_the_static_row_has_no_marker_so_nulling_its_last_cell_ends_its_version(
         (10, 20, "c", {**static, "v": 5, "t": None, "s": None})]
     regular = [write("c", 10, 1, v=5), write("u", 20, 2, v=None)]
     assert spans(regular) == [(10, 20, "c", row(5)), (20, None, "u", row())]
+
+
+def stored_of(events: list[dict[str, Any]]) -> Stored:
+    data = [e for e in events if "kind" not in e]
+    inserts = [e["ts"] for e in data if e["op"] in ("c", "r")]
+    deletes = [e["ts"] for e in data if e["op"] == "d"]
+    return Stored(max(e["ts"] for e in data), max(inserts, default=None), max(deletes, default=None))
+
+
+def advanced(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[Version] | None:
+    """The versions `advance` gives from the changes `before` (stored) and `after` (the micro-batch),
+    the stored versions ended before the open one kept."""
+    stored = versions(SPEC, before)
+    current = stored[-1] if stored and stored[-1].end_us is None else None
+    covering_ = [(e, False) for e in before if "kind" in e] + [(e, True) for e in after if "kind" in e]
+    more = advance(SPEC, current, stored_of(before), [e for e in after if "kind" not in e], covering_)
+    return None if more is None else [*stored[:-1 if current else None], *more]
+
+
+def test_in_order_changes_continue_from_the_open_version() -> None:
+    before = [write("c", 10, 1, v=1, t="a"), write("u", 20, 2, v=2)]
+    assert advanced(before, [write("u", 30, 3, t="b"), write("u", 30, 4, v=3)]) == \
+        versions(SPEC, [*before, write("u", 30, 3, t="b"), write("u", 30, 4, v=3)])
+    same = advance(SPEC, versions(SPEC, before)[-1], stored_of(before), [write("u", 25, 5, v=2)], [])
+    assert same == [versions(SPEC, before)[-1]], "a change that changes nothing: the open version as it was"
+
+
+def test_a_late_or_equal_timestamp_change_or_delete_asks_for_the_full_recompute() -> None:
+    before = [write("c", 10, 1, v=1), write("u", 20, 2, v=2)]
+    assert advanced(before, [write("u", 15, 3, t="x")]) is None
+    assert advanced(before, [write("u", 20, 3, t="x")]) is None, "the same timestamp as a stored change"
+    assert advanced(before, [covering(20, 3)]) is None
+    assert advanced(before, [write("u", 30, 3, t="x"), covering(5, 4)]) is None
+    assert advanced([*before, covering(5, 4)], [write("u", 30, 3, t="x")]) == \
+        versions(SPEC, [*before, covering(5, 4), write("u", 30, 3, t="x")]), "a stored older delete: applied already"
+
+
+def test_deletes_end_the_open_version_and_the_marker_keeps_a_row_inserted() -> None:
+    inserted = [write("c", 10, 1, v=1)]
+    assert advanced(inserted, [write("u", 20, 2, v=None)]) == [Version(10, 20, "c", 1, row(1)),
+                                                                Version(20, None, "u", 2, row())]
+    updated = [write("u", 10, 1, v=1)]
+    assert advanced(updated, [write("u", 20, 2, v=None)]) == [Version(10, 20, "u", 1, row(1))]
+    reinserted_then_deleted = [write("c", 10, 1, v=1), write("d", 20, 2), write("u", 30, 3, v=2)]
+    assert advanced(reinserted_then_deleted, [write("u", 40, 4, v=None)])[-1].end_us == 40  # type: ignore[index]
+    assert advanced(inserted, [covering(20, 2), write("u", 15 + 10, 3, t="b")]) == \
+        versions(SPEC, [*inserted, covering(20, 2), write("u", 25, 3, t="b")])
+    assert advanced(inserted, [write("d", 20, 2), write("c", 30, 3, t="n")]) == \
+        versions(SPEC, [*inserted, write("d", 20, 2), write("c", 30, 3, t="n")])
+    ended = [write("c", 10, 1, v=1), covering(50, 2)]  # a stored delete newer than every stored change
+    assert advanced(ended, [write("u", 30, 3, t="b")]) is None, "the row had v=1 at 30: read back"
+    assert advanced(ended, [write("u", 60, 3, t="b")]) == versions(SPEC, [*ended, write("u", 60, 3, t="b")])
+    assert advanced(ended, [write("u", 60, 3, t="b")]) == [Version(10, 50, "c", 1, row(1)),
+                                                            Version(60, None, "u", 3, row(t="b"))]
+
+
+def test_advancing_equals_the_full_recompute_whenever_it_answers() -> None:
+    rng = random.Random(7)
+    answered = refused = 0
+    for _ in range(2000):
+        events: list[dict[str, Any]] = []
+        for offset in range(rng.randrange(2, 12)):
+            ts = rng.randrange(1, 15) * 10
+            kind = rng.choice(["c", "u", "u", "set", "d", "drop", "r", "null"])
+            if kind == "drop":
+                events.append(covering(ts, offset))
+            elif kind == "set":
+                events.append(write("u", ts, offset, s__elements={"added": [rng.randrange(4)],
+                                                                   "removed": [rng.randrange(4)]}))
+            elif kind == "r":
+                events.append({"op": "r", "ts": ts, "offset": offset,
+                               "after": {**KEY, "v": {"value": rng.randrange(3)}, "t": {"value": None},
+                                         "s": {"value": [rng.randrange(4)]}}})
+            elif kind == "null":
+                events.append(write("u", ts, offset, v=None, t=None))
+            else:
+                events.append(write(kind, ts, offset, **{rng.choice("vt"): rng.randrange(3)}))
+        cut = rng.randrange(1, len(events))
+        before, after = events[:cut], events[cut:]
+        if rng.random() < 0.5:  # mostly in order, as changes come: the micro-batch's later (ties kept)
+            after = [{**e, "ts": e["ts"] + 140} for e in after]
+            events = before + after
+        if not any("kind" not in e for e in before):
+            continue
+        tracked = rng.choice([None, frozenset({"v", "s"})])
+        stored = versions(SPEC, before, tracked)
+        current = stored[-1] if stored and stored[-1].end_us is None else None
+        covering_ = [(e, False) for e in before if "kind" in e] + [(e, True) for e in after if "kind" in e]
+        more = advance(SPEC, current, stored_of(before), [e for e in after if "kind" not in e], covering_, tracked)
+        if more is None:
+            refused += 1
+            continue
+        answered += 1
+        assert [*stored[:-1 if current else None], *more] == versions(SPEC, events, tracked), (before, after)
+    assert answered > 500 and refused > 500, (answered, refused)

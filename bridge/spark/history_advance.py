@@ -1,0 +1,152 @@
+"""The history's known keys in order: versions continued from the open version, not recomputed.
+
+A key with stored changes (a known key) whose micro-batch changes, and the range / partition
+deletes covering it that came with them, are all later than every stored change and covering
+delete of the key (in-order changes: the common case) keeps its versions up to the open one;
+only that one is ended or updated in place, and the new ones appended
+(`history_versions.advance`). What the fold needs of the key's state beyond the open version's
+columns is read from the changes table in the scan that finds the known keys (`stored_stats`: the
+newest change's, INSERT's and delete's timestamps, which give the row marker); cell timestamps are
+not needed, every stored cell being older than the micro-batch's deletes. The open versions are
+read from the history table (`__END_AT` null), and the result written with one MERGE on (key
+columns, `__START_AT`) that matches open versions only. Keys with a change or delete not later
+(a late, out-of-order change, or a micro-batch re-run after its changes were stored) are returned
+to the caller, which recomputes them from all their changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import reduce
+from itertools import groupby
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.history_arrow import (
+    COVERING,
+    DATA,
+    END_AT,
+    KIND,
+    OFFSET,
+    OP,
+    RANK,
+    START_AT,
+    START_OFFSET,
+    START_OP,
+    TS,
+    FoldInput,
+    arrow_rows,
+    conformed,
+    input_type,
+    output_type,
+    with_timestamps,
+)
+from bridge.spark.history_versions import Stored, Version, advance
+from bridge.spark.mirror_frames import MirrorColumns, same_key
+from bridge.spark.mirror_tombstones import TombstoneStore
+
+SEED, STORED = 2, 3  # `_cdc_kind`: the key's open version, what its stored changes leave
+LAST_INSERT, LAST_DELETE, NEW, REFUSED = "_cdc_last_insert", "_cdc_last_delete", "_cdc_new", "_cdc_refused"
+
+
+def stored_stats(changes: DataFrame, names: list[str]) -> DataFrame:
+    """(key columns, `_cdc_ts`, `_cdc_op`) of stored changes -> per key: the newest change's
+    timestamp (`_cdc_ts`), the newest INSERT's or snapshot row's, the newest delete's."""
+    ts, op = F.col(TS), F.col(OP)
+    return changes.groupBy(*[F.col(f"`{n}`") for n in names]).agg(
+        F.max(ts).alias(TS), F.max(F.when(op.isin("c", "r"), ts)).alias(LAST_INSERT),
+        F.max(F.when(op == "d", ts)).alias(LAST_DELETE))
+
+
+def advance_input_type(columns: MirrorColumns) -> T.StructType:
+    return T.StructType([*input_type(columns).fields, T.StructField(LAST_INSERT, T.LongType()),
+                         T.StructField(LAST_DELETE, T.LongType()), T.StructField(NEW, T.BooleanType())])
+
+
+def advance_output_type(columns: MirrorColumns) -> T.StructType:
+    return T.StructType([*output_type(columns).fields, T.StructField(REFUSED, T.BooleanType())])
+
+
+def advance_in_arrow(columns: MirrorColumns,
+                     tracked: frozenset[str] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The `mapInArrow` function: `advance_input_type` rows sorted by key within the partition ->
+    the versions `advance` ends, updates or starts (the open version when unchanged left out), or
+    one row of key columns with `_cdc_refused` for a key it leaves to the full recompute."""
+    fold_input = FoldInput(columns)
+    spark_type = advance_output_type(columns)
+
+    def compute(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        schema = to_arrow_schema(spark_type, timezone="UTC")
+        out: list[dict[str, Any]] = []
+        for key, same_key_rows in groupby(arrow_rows(batches), key=fold_input.key):
+            current: Version | None = None
+            stored: Stored | None = None
+            events: list[dict[str, Any]] = []
+            covering: list[tuple[dict[str, Any], bool]] = []
+            for row in same_key_rows:
+                if row[KIND] == SEED:
+                    current = Version(row[TS], None, row[OP], row[OFFSET], fold_input.visible(row))
+                elif row[KIND] == STORED:
+                    stored = Stored(row[TS], row[LAST_INSERT], row[LAST_DELETE])
+                elif row[KIND] == COVERING:
+                    covering.append((fold_input.event(row), bool(row[NEW])))
+                else:
+                    events.append(fold_input.event(row))
+            result = advance(fold_input.spec, current, stored, events, covering, tracked) if stored else None
+            if result is None:
+                out.append({**dict(zip(fold_input.keys, key, strict=True)), REFUSED: True})
+            else:
+                out.extend({**fold_input.output(v), REFUSED: False} for v in result if v is not current)
+            if len(out) >= 10_000:
+                yield pa.RecordBatch.from_pylist(out, schema=schema)
+                out = []
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+    return compute
+
+
+def advance_inputs(spark: SparkSession, path: str, stats: DataFrame, rows: DataFrame | None, store: TombstoneStore,
+                   columns: MirrorColumns, partition_keys: list[str], dropped: list[dict[str, Any]]) -> DataFrame:
+    """The known keys' open versions, stored stats, micro-batch changes and covering deletes
+    (this micro-batch's flagged `_cdc_new`), as `advance_input_type` rows."""
+    names = columns.key_names
+    keyed = [F.col(f"`{n}`") for n in names]
+    schema = advance_input_type(columns)
+    keys = F.broadcast(stats.select(*keyed))
+    history = spark.read.format("delta").load(path).where(F.col(END_AT).isNull())
+    seeds = history.join(keys, same_key(history, keys, names), "left_semi").withColumns(
+        {TS: F.unix_micros(F.col(START_AT)), OP: F.col(START_OP), OFFSET: F.col(START_OFFSET)})
+    parts = [conformed(seeds, columns, SEED, schema), conformed(stats, columns, STORED, schema)]
+    if rows is not None:
+        parts.append(conformed(rows.join(keys, same_key(rows, keys, names), "left_semi"), columns, DATA, schema))
+    deletes = store.covering(spark, keys, columns, partition_keys)
+    if deletes is not None:
+        marks = [f"{int(d['ts'])}:{int(d['offset'])}" for d in dropped]
+        x = F.col("x")
+        new = F.concat_ws(":", x["ts"], x["off"]).isin(marks) if marks else F.lit(False)
+        parts.append(conformed(deletes.select(*keyed, x["ts"].alias(TS), x["rank"].alias(RANK),
+                                              x["off"].alias(OFFSET), new.alias(NEW)), columns, COVERING, schema))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def merge_condition(names: list[str]) -> str:
+    """A version of the micro-batch matches only the open version it ends or updates."""
+    return " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in names] + [f"t.`{START_AT}` = s.`{START_AT}`",
+                                                                     f"t.`{END_AT}` IS NULL"])
+
+
+def advanced_versions(result: DataFrame) -> DataFrame:
+    """`advance_in_arrow`'s versions (refused keys' rows left out), timestamps made."""
+    return with_timestamps(result.where(~F.col(REFUSED)).drop(REFUSED))
+
+
+def refused_keys(result: DataFrame, names: list[str]) -> DataFrame:
+    keyed: list[Column] = [F.col(f"`{n}`") for n in names]
+    return result.where(F.col(REFUSED)).select(*keyed)
