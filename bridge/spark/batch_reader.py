@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.decode import Group, ValueFormat, decode
+from bridge.spark.decode import SID, Group, ValueFormat, decode, json_groups
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
@@ -34,9 +34,14 @@ class BatchReader:
         self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
 
     def tables(self, batch: DataFrame) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
-        """The micro-batch's envelope groups and range / partition deletes, by table."""
+        """The micro-batch's envelope groups and range / partition deletes, by table. `batch`: the
+        frame of `decode.prepare` the caller persists, or, JSON with schemas only, the source's
+        micro-batch itself, not persisted (`decode.json_groups`: the groups then count their records)."""
         self._keys.clear()
-        groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
+        if self.value_format is ValueFormat.JSON_SCHEMAS and SID not in batch.columns:
+            groups = json_groups(batch, advanced=self.cdc.advanced)
+        else:
+            groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
         tables: dict[Table, list[Group]] = defaultdict(list)
         for group in groups:
             if group.kind == "envelope":

@@ -16,8 +16,9 @@ Each group's frame keeps the Kafka columns (`META`) and adds `env`, the parsed v
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Literal
 
@@ -55,6 +56,7 @@ class Group:
     env_type: T.StructType | None = None
     shape: TableShape | None = None  # of `after`/`before` (envelopes)
     connect_schema: dict[str, Any] | None = None  # the value's Connect schema, when the format has one
+    records: int | None = None  # how many, when the decoding counted them (`json_groups`)
 
     @property
     def keyspace_table(self) -> tuple[str, str]:
@@ -166,19 +168,61 @@ def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
         if row[SID] == "tombstone":
             groups.append(Group(row["topic"], "tombstone", members.select(*_meta(), F.lit(None).alias("env"))))
             continue
-        first = row["first"]
-        where = f"topic {row['topic']} partition {first['partition']} offset {first['offset']}"
-        head = row["prefix"] or ""
-        if not head.startswith('{"schema":'):
-            raise BadEnvelopeError(f"{where}: not JSON with a schema (is value.converter.schemas.enable=false? "
-                                   "then use --format json)")
-        try:
-            schema = json.loads(head[len('{"schema":'):])
-        except ValueError:
-            raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
+        schema = _connect_schema(row)
         start = F.col(START)
         payload = text if payload_only else F.substring(text, start, F.length(text) - start)  # without the "}"
         groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced))
+    return groups
+
+
+def _connect_schema(row: Any) -> dict[str, Any]:
+    """The Connect schema of a group found by its first record's text before `,"payload":`."""
+    first = row["first"]
+    where = f"topic {row['topic']} partition {first['partition']} offset {first['offset']}"
+    head = row["prefix"] or ""
+    if not head.startswith('{"schema":'):
+        raise BadEnvelopeError(f"{where}: not JSON with a schema (is value.converter.schemas.enable=false? "
+                               "then use --format json)")
+    try:
+        schema = json.loads(head[len('{"schema":'):])
+    except ValueError:
+        raise BadEnvelopeError(f"{where}: the schema part of the message is not JSON") from None
+    if not isinstance(schema, dict):
+        raise BadEnvelopeError(f"{where}: the schema part of the message is not a JSON object")
+    return schema
+
+
+def json_groups(batch: DataFrame, advanced: bool = False) -> list[Group]:
+    """JSON with schemas, from a Kafka source micro-batch its caller does not persist (the
+    mirror's): one job finds the (topic, schema) groups, their first records and sizes (hashing
+    each record's text before `,"payload":`); each group's frame then reads its records again
+    from the source and parses their payloads alone. A topic with one schema in the micro-batch
+    (the usual case) is selected by its name: its records share the schema's text, so each
+    payload starts at the same byte, and neither the hash nor the search for `,"payload":` is
+    repeated. Nothing the size of a schema is cached: persisting the micro-batch cost more than
+    reading it from Kafka again (docs/spark.md, "Mirror over a big backlog")."""
+    batch = batch.select(*_meta())
+    prefix = F.substring_index(F.col("value").cast("string"), _PAYLOAD, 1)
+    sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(
+        F.concat_ws(":", F.length(prefix), F.xxhash64(prefix)))
+    found = batch.groupBy("topic", sid.alias(SID)).agg(
+        F.first(prefix).alias("prefix"), F.min(F.struct("partition", "offset")).alias("first"),
+        F.count(F.lit(1)).alias("records")).collect()
+    schemas = Counter(row["topic"] for row in found if row[SID] != "tombstone")
+    groups = []
+    for row in found:
+        members = batch.where(F.col("topic") == row["topic"])
+        if row[SID] == "tombstone":
+            groups.append(Group(row["topic"], "tombstone", members.where(F.col("value").isNull())
+                                .select(*_meta(), F.lit(None).alias("env")), records=row["records"]))
+            continue
+        schema = _connect_schema(row)
+        members = members.where(F.col("value").isNotNull() if schemas[row["topic"]] == 1 else sid == row[SID])
+        # bytes of a binary value: the payload from after `,"payload":` to before the closing "}"
+        start = len(row["prefix"].encode()) + len(_PAYLOAD) + 1
+        payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
+        group = connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced)
+        groups.append(replace(group, records=row["records"]))
     return groups
 
 

@@ -123,7 +123,11 @@ class MirrorWriter:
         # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
         # disk, instead of Delta's default of writing it to disk first.
         spark.conf.set("spark.databricks.delta.merge.materializeSource.rddStorageLevel", "MEMORY_AND_DISK")
-        batch = prepare(batch, self.value_format, payload_only=True).persist()
+        # JSON with schemas is read from the source again by each table's job, not persisted
+        # (`decode.json_groups`): caching it cost more than the reads (docs/spark.md).
+        cached = self.value_format is not ValueFormat.JSON_SCHEMAS
+        if cached:
+            batch = prepare(batch, self.value_format).persist()
         try:
             tables, dropped = self._reader.tables(batch)
             for table in sorted(set(tables) | set(dropped)):
@@ -133,7 +137,8 @@ class MirrorWriter:
                 log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                          changes_appended=appended, seconds=round(time.monotonic() - table_started, 2))
         finally:
-            batch.unpersist()
+            if cached:
+                batch.unpersist()
         self._pending_batches += 1
         if self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes:
             self.compact(spark)
@@ -175,13 +180,19 @@ class MirrorWriter:
         partition_keys = store.partition_keys(spark, dropped)
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
-        # cached: the changelog's append counts them first (the micro-batch's JSON is parsed once)
-        events = reduce(DataFrame.unionByName, [self._reader.events(g, columns) for g in groups]).persist() \
-            if groups else None
+        events = reduce(DataFrame.unionByName, [self._reader.events(g, columns) for g in groups]) if groups else None
+        # The groups' sizes when the decoding counted them (JSON with schemas: the events are
+        # parsed once, by the append); else the append counts the events, cached so that the
+        # micro-batch's values are parsed once.
+        counts = [g.records for g in groups]
+        changes = sum(n for n in counts if n is not None) if None not in counts else None
+        if events is not None and changes is None:
+            events = events.persist()
         try:
-            return self._changes(table).append(spark, columns, events, dropped, f"{app_id}:changes", batch_id)
+            return self._changes(table).append(spark, columns, events, dropped, f"{app_id}:changes", batch_id,
+                                               changes)
         finally:
-            if events is not None:
+            if events is not None and changes is None:
                 events.unpersist()
 
     def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None) -> int:

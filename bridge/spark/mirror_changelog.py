@@ -61,13 +61,15 @@ class ChangeLog:
         return bool(DeltaTable.isDeltaTable(spark, self.path))
 
     def append(self, spark: SparkSession, columns: MirrorColumns, events: DataFrame | None,
-               dropped: list[dict[str, Any]], app_id: str, batch_id: int) -> int:
-        """Append a micro-batch's changes of the table (once per batch id); returns the rows written."""
+               dropped: list[dict[str, Any]], app_id: str, batch_id: int, changes: int | None = None) -> int:
+        """Append a micro-batch's changes of the table (once per batch id); returns the rows
+        written. `changes`: how many `events` holds, when the caller knows (else they are counted:
+        the caller caches them)."""
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         parts: list[DataFrame] = []
         written = 0
         if events is not None:
-            written = events.count()  # the caller cached the events: this fills the cache
+            written = events.count() if changes is None else changes
             parts.append(events.select(*keyed, "x", F.lit(None).cast("string").alias(DROP)))
         if dropped:
             texts = [(orjson.dumps(d["key"]).decode(),) for d in dropped]
