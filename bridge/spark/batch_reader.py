@@ -32,6 +32,7 @@ class BatchReader:
         self.value_format, self.avro_decoder, self.cdc = value_format, avro_decoder, cdc
         self._advanced = AdvancedEvents(cdc, value_format, registry_url) if cdc.advanced else None
         self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
+        self.records: int | None = None  # of the last micro-batch, when its groups were counted
 
     def tables(self, batch: DataFrame) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
         """The micro-batch's envelope groups and range / partition deletes, by table. `batch`: the
@@ -42,6 +43,8 @@ class BatchReader:
             groups = json_groups(batch, advanced=self.cdc.advanced)
         else:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
+        counts = [g.records for g in groups]
+        self.records = sum(n for n in counts if n is not None) if None not in counts else None
         tables: dict[Table, list[Group]] = defaultdict(list)
         for group in groups:
             if group.kind == "envelope":

@@ -38,6 +38,7 @@ from bridge.spark.mirror_changelog import ChangeLog, changes_path
 from bridge.spark.mirror_compaction import compact as compact_table
 from bridge.spark.mirror_frames import MirrorColumns
 from bridge.spark.mirror_tombstones import TombstoneStore, tombstone_path
+from bridge.spark.progress import count_records
 from bridge.spark.shape import ColumnShape
 
 log = structlog.get_logger(__name__)
@@ -130,6 +131,8 @@ class MirrorWriter:
             batch = prepare(batch, self.value_format).persist()
         try:
             tables, dropped = self._reader.tables(batch)
+            if self._reader.records is not None:  # each table's append reads the source again
+                count_records(self.name, batch_id, self._reader.records)
             for table in sorted(set(tables) | set(dropped)):
                 table_started = time.monotonic()
                 appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)

@@ -16,6 +16,13 @@ import structlog
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 log = structlog.get_logger("bridge.spark.progress")
+# (job, batch id) -> the micro-batch's records, told by a job that reads its source more than
+# once per micro-batch (the mirror: once per table), where Spark's numInputRows counts every read.
+_RECORDS: dict[tuple[str, int], int] = {}
+
+
+def count_records(job: str, batch_id: int, records: int) -> None:
+    _RECORDS[(job, batch_id)] = records
 
 
 def lag_per_topic(latest: str | None, end: str | None) -> dict[str, int]:
@@ -41,8 +48,11 @@ def describe(progress: Any) -> dict[str, Any]:
     for source in progress.sources:
         lag.update(lag_per_topic(source.latestOffset, source.endOffset))
     duration_ms = (progress.durationMs or {}).get("triggerExecution", progress.batchDuration)
-    return {"job": progress.name, "batch_id": progress.batchId, "rows": progress.numInputRows,
-            "rows_per_s": round(float(progress.processedRowsPerSecond or 0.0), 1),
+    rows, rate = progress.numInputRows, float(progress.processedRowsPerSecond or 0.0)
+    counted = _RECORDS.pop((progress.name, progress.batchId), None)
+    if counted is not None:
+        rows, rate = counted, counted * 1000 / duration_ms if duration_ms else 0.0
+    return {"job": progress.name, "batch_id": progress.batchId, "rows": rows, "rows_per_s": round(rate, 1),
             "duration_s": round(float(duration_ms or 0) / 1000, 3), "lag": lag}
 
 

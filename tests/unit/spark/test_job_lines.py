@@ -4,12 +4,14 @@ lag per topic of the progress line (bridge.spark.progress) and the test-only fau
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from bridge.spark.errors import KafkaSinkError
 from bridge.spark.fatal import explain, start_line
 from bridge.spark.kafka_tasks import FAULT_ENV, Fault
-from bridge.spark.progress import lag_per_topic
+from bridge.spark.progress import count_records, describe, lag_per_topic
 
 pytestmark = pytest.mark.unit
 
@@ -73,3 +75,13 @@ def test_the_fault_parses_and_bad_text_is_one_clear_error(monkeypatch: pytest.Mo
     monkeypatch.setenv(FAULT_ENV, "batch=1,when=sometimes")
     with pytest.raises(KafkaSinkError, match="sometimes"):
         Fault.from_env()
+
+
+def test_a_micro_batch_whose_records_were_counted_shows_them_not_spark_s_reads() -> None:
+    """The mirror reads its source once per table; Spark's numInputRows counts every read."""
+    progress = SimpleNamespace(name="mirror-x", batchId=3, numInputRows=500, processedRowsPerSecond=250.0,
+                               durationMs={"triggerExecution": 2000}, batchDuration=2000, sources=[])
+    count_records("mirror-x", 3, 100)
+    assert (describe(progress)["rows"], describe(progress)["rows"]) == (100, 500)  # told once, then Spark's
+    count_records("mirror-x", 3, 100)
+    assert describe(progress)["rows_per_s"] == 50.0
