@@ -194,8 +194,11 @@ class HistoryWriter:
             if dropped and partition_keys:  # every key stored in a partition one of its deletes hits
                 hit = partitions(spark, columns, partition_keys, dropped)
                 known_parts.append(before.join(hit, partition_keys, "left_semi").select(*keyed, TS, OP))
-        # the known keys, with what their stored changes leave (a key in both parts: max is idempotent)
-        known = stored_stats(reduce(DataFrame.unionByName, known_parts), names).persist() if known_parts else None
+        # The known keys, with what their stored changes leave (a key in both parts: max is
+        # idempotent), checkpointed: once the changes are appended a recomputation would find
+        # every key of the micro-batch known, and a persisted frame was found recomputed then.
+        known = (stored_stats(reduce(DataFrame.unionByName, known_parts), names).localCheckpoint(eager=True)
+                 if known_parts else None)
         refused: DataFrame | None = None
         refused_count = 0
         try:
@@ -221,10 +224,9 @@ class HistoryWriter:
                 stored = spark.read.format("delta").load(changes_path)
                 written += self._rewrite(spark, self.path(*table), stored, F.broadcast(refused), store, columns,
                                          partition_keys, table, app_id, batch_id, stages)
-        finally:
-            for frame in (known, batch_keys, refused):
-                if frame is not None:
-                    frame.unpersist()
+        finally:  # `known` and `refused` are local checkpoints: Spark's cleaner drops them with their references
+            if batch_keys is not None:
+                batch_keys.unpersist()
         log.info("micro-batch history stages", keyspace=table[0], table=table[1], batch_id=batch_id,
                  known_keys=known_count, recomputed_keys=refused_count, **stages.seconds)
         return written
@@ -234,7 +236,7 @@ class HistoryWriter:
                  app_id: str, batch_id: int, stages: _Stages) -> tuple[int, DataFrame]:
         """The known keys whose micro-batch changes are all later than their stored ones: their
         versions continued from the open one and MERGEd (`history_advance`); returns the rows
-        written and the other known keys (persisted), for the full recompute."""
+        written and the other known keys (a local checkpoint), for the full recompute."""
         from delta.tables import DeltaTable
 
         path = self.path(*table)
@@ -246,8 +248,7 @@ class HistoryWriter:
                   .mapInArrow(compute, advance_output_type(columns)).persist())
         try:
             result.count()
-            refused = refused_keys(result, names).persist()
-            refused.count()
+            refused = refused_keys(result, names).localCheckpoint(eager=True)  # the MERGE changes `result`'s input
             fresh = advanced_versions(result).withColumn(ACTION, F.lit("upsert"))
             stages.done("known_versions_advanced")
             assignments: dict[str, str | Column] = {f"`{f.name}`": f"s.`{f.name}`"

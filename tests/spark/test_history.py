@@ -9,7 +9,9 @@ topics, SIGKILLed after a micro-batch and resumed.
 
 At a dozen instants T the history's state at T (`as_of`) equals the reference fold
 (`bridge.spark.fold`) of the writes with a timestamp at or before T, and at the end equals
-Cassandra; the killed-and-resumed job's history equals the in-process one row for row."""
+Cassandra; the killed-and-resumed job's history equals the in-process one row for row, and its
+micro-batches continued some known keys from their open versions (in order) rather than
+recomputing every one."""
 
 from __future__ import annotations
 
@@ -260,6 +262,9 @@ def test_history_is_exact_at_every_instant(stack: Endpoints, spark: Any, cassand
     assert again.wait(600) == 0, again.tail()
     resumed = spark.read.format("delta").load(str(output / name.replace(".", "/")))
     assert table_rows(resumed) == rows, "the killed and resumed job's history"
+    stages = [e for j in (job, again) for e in job_events(j.log_path) if e.get("event") == "micro-batch history stages"]
+    assert all(e["recomputed_keys"] <= e["known_keys"] for e in stages), stages
+    assert any(e["recomputed_keys"] < e["known_keys"] for e in stages), "in-order known keys continued, not recomputed"
 
     frame = table.toDF()
     from pyspark.sql import functions as F
@@ -279,6 +284,18 @@ def test_history_is_exact_at_every_instant(stack: Endpoints, spark: Any, cassand
     added = min(e["ts"] for e in events if (e.get("after") or {}).get("x"))
     assert frame.where(frame.x.isNotNull()).count() > 0
     assert frame.where(frame.x.isNotNull() & (frame["__START_AT"] < _timestamp(added))).count() == 0
+
+
+def job_events(log: Path) -> list[dict[str, Any]]:
+    """The job's structlog events (JSON lines; Spark's own lines skipped)."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return found
 
 
 def table_rows(frame: Any) -> list[str]:
