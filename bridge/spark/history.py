@@ -14,12 +14,12 @@ range / partition deletes); per table:
    deletes covering them) and appended: they have no earlier version and no earlier change;
 4. a known key whose micro-batch changes (and covering deletes) are all later than its stored
    ones (in order, the common case) has its versions continued from its open version, read from
-   the history table, with what the scan of step 1 read of its stored changes (`history_advance`):
-   one MERGE ends or updates the open versions and appends the new ones;
+   the history table, with what the scan of step 1 read of its stored changes (`history_advance`);
 5. the other known keys (a late change; every key of a re-run micro-batch) have all their changes
    and covering deletes read back and their versions recomputed, so a late change rewrites the
-   versions after it; one MERGE on (key columns, `__START_AT`) writes them and deletes the keys'
-   versions no longer in the set. It is the micro-batch's last write.
+   versions after it; one MERGE on (key columns, `__START_AT`) writes both sets (ending or updating
+   the in-order keys' open versions) and deletes the recomputed keys' versions no longer in the
+   set. It is the micro-batch's last write.
 Versions are computed per key in Python over Arrow (`mapInArrow` after a repartition and sort by
 key; the pure `history_versions.versions`). Both writes are idempotent (`txnAppId` /
 `txnVersion`); a micro-batch re-run after its changes were appended finds all its keys known and
@@ -47,7 +47,6 @@ from bridge.spark.history_advance import (
     advance_inputs,
     advance_output_type,
     advanced_versions,
-    merge_condition,
     refused_keys,
     stored_stats,
 )
@@ -176,7 +175,7 @@ class HistoryWriter:
         """Split the affected keys into new ones (no change stored before this micro-batch) and
         known ones, append the changes, then write the new keys' versions computed from the
         micro-batch alone (an append), continue the in-order known keys' from their open versions
-        (a MERGE) and rewrite the other known keys' from all their changes (a MERGE)."""
+        and rewrite the other known keys' from all their changes (one MERGE)."""
         from delta.tables import DeltaTable
 
         stages = _Stages()
@@ -200,6 +199,7 @@ class HistoryWriter:
         known = (stored_stats(reduce(DataFrame.unionByName, known_parts), names).localCheckpoint(eager=True)
                  if known_parts else None)
         refused: DataFrame | None = None
+        result: DataFrame | None = None
         refused_count = 0
         try:
             known_count = known.count() if known is not None else 0
@@ -214,31 +214,35 @@ class HistoryWriter:
                                            known if known_count else None, app_id, batch_id)
                 stages.done("new_keys_appended")
             if known is not None and known_count:
-                # in-order keys first; the full recompute's MERGE last, so a re-run (every key
-                # refused then: its changes are stored) ends with the one write covering them all
-                advanced, refused = self._advance(spark, table, columns, store, partition_keys, dropped, rows,
-                                                  known, app_id, batch_id, stages)
-                written += advanced
+                # the in-order keys' versions and the others' recomputed ones in one MERGE, the
+                # micro-batch's last write: a re-run (every key refused then: its changes are
+                # stored) ends with the one write covering them all
+                result, refused = self._advance(spark, table, columns, store, partition_keys, dropped, rows, known,
+                                                stages)
                 refused_count = refused.count()
-            if refused is not None and refused_count:
-                stored = spark.read.format("delta").load(changes_path)
-                written += self._rewrite(spark, self.path(*table), stored, F.broadcast(refused), store, columns,
-                                         partition_keys, table, app_id, batch_id, stages)
+                advanced = advanced_versions(result).withColumn(ACTION, F.lit("upsert"))
+                if refused_count:
+                    stored = spark.read.format("delta").load(changes_path)
+                    written += self._rewrite(spark, self.path(*table), stored, F.broadcast(refused), store,
+                                             columns, partition_keys, table, app_id, batch_id, stages, advanced)
+                elif advanced.count():
+                    written += self._merge_versions(spark, self.path(*table), advanced, None, columns, app_id,
+                                                    batch_id)
+                    stages.done("known_keys_merged")
         finally:  # `known` and `refused` are local checkpoints: Spark's cleaner drops them with their references
-            if batch_keys is not None:
-                batch_keys.unpersist()
+            for frame in (batch_keys, result):
+                if frame is not None:
+                    frame.unpersist()
         log.info("micro-batch history stages", keyspace=table[0], table=table[1], batch_id=batch_id,
                  known_keys=known_count, recomputed_keys=refused_count, **stages.seconds)
         return written
 
     def _advance(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
                  partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None, known: DataFrame,
-                 app_id: str, batch_id: int, stages: _Stages) -> tuple[int, DataFrame]:
+                 stages: _Stages) -> tuple[DataFrame, DataFrame]:
         """The known keys whose micro-batch changes are all later than their stored ones: their
-        versions continued from the open one and MERGEd (`history_advance`); returns the rows
-        written and the other known keys (a local checkpoint), for the full recompute."""
-        from delta.tables import DeltaTable
-
+        versions continued from the open one (`history_advance`); returns them (`advance_in_arrow`'s
+        rows, persisted) and the other known keys (a local checkpoint), for the full recompute."""
         path = self.path(*table)
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
@@ -246,21 +250,10 @@ class HistoryWriter:
         inputs = advance_inputs(spark, path, known, rows, store, columns, partition_keys, dropped)
         result = (inputs.repartition(spark.sparkContext.defaultParallelism, *keyed).sortWithinPartitions(*keyed)
                   .mapInArrow(compute, advance_output_type(columns)).persist())
-        try:
-            result.count()
-            refused = refused_keys(result, names).localCheckpoint(eager=True)  # the MERGE changes `result`'s input
-            fresh = advanced_versions(result).withColumn(ACTION, F.lit("upsert"))
-            stages.done("known_versions_advanced")
-            assignments: dict[str, str | Column] = {f"`{f.name}`": f"s.`{f.name}`"
-                                                    for f in history_schema(columns).fields}
-            written = 0
-            if fresh.count():
-                written = merge_actions(spark, DeltaTable.forPath(spark, path), fresh, merge_condition(names),
-                                        assignments, f"{app_id}:advance", batch_id)
-            stages.done("known_versions_merged")
-            return written, refused
-        finally:
-            result.unpersist()
+        result.count()
+        refused = refused_keys(result, names).localCheckpoint(eager=True)  # the MERGE changes `result`'s input
+        stages.done("known_versions_advanced")
+        return result, refused
 
     def _versions(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, inputs: list[DataFrame],
                   keyed: list[Column]) -> DataFrame:
@@ -300,8 +293,10 @@ class HistoryWriter:
 
     def _rewrite(self, spark: SparkSession, path: str, stored: DataFrame, affected: DataFrame,
                  store: TombstoneStore, columns: MirrorColumns, partition_keys: list[str],
-                 table: tuple[str, str], app_id: str, batch_id: int, stages: _Stages) -> int:
-        """The known keys' versions recomputed from all their changes and covering deletes, MERGEd."""
+                 table: tuple[str, str], app_id: str, batch_id: int, stages: _Stages,
+                 advanced: DataFrame) -> int:
+        """The known keys' versions recomputed from all their changes and covering deletes, MERGEd
+        with the in-order keys' (`advanced`)."""
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
         # the affected keys renamed: they may come from `stored` itself (a self-join's columns are ambiguous)
@@ -315,26 +310,29 @@ class HistoryWriter:
         try:
             fresh.count()
             stages.done("known_versions_computed")
-            merged = self._merge_versions(spark, path, fresh, renamed, columns, app_id, batch_id)
+            merged = self._merge_versions(spark, path, fresh.unionByName(advanced), renamed, columns, app_id,
+                                          batch_id)
             stages.done("known_keys_merged")
             return merged
         finally:
             fresh.unpersist()
 
-    def _merge_versions(self, spark: SparkSession, path: str, fresh: DataFrame, renamed: DataFrame,
+    def _merge_versions(self, spark: SparkSession, path: str, fresh: DataFrame, renamed: DataFrame | None,
                         columns: MirrorColumns, app_id: str, batch_id: int) -> int:
-        """One MERGE on (key columns, `__START_AT`): the keys' versions written, those of theirs
-        no longer in the set deleted."""
+        """One MERGE on (key columns, `__START_AT`): the versions written, those of the recomputed
+        keys (`renamed`) no longer in the set deleted (an in-order key's are all kept)."""
         from delta.tables import DeltaTable
 
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
         target = DeltaTable.forPath(spark, path)
-        current = target.toDF()
-        current = current.join(renamed, _same_key(current, renamed, names), "left_semi")
-        on = same_key(current, fresh, names) & (current[START_AT] == fresh[START_AT])
-        stale = current.join(fresh, on, "left_anti").select(*keyed, START_AT).withColumn(ACTION, F.lit("delete"))
-        source = fresh.unionByName(stale, allowMissingColumns=True)
+        source = fresh
+        if renamed is not None:
+            current = target.toDF()
+            current = current.join(renamed, _same_key(current, renamed, names), "left_semi")
+            on = same_key(current, fresh, names) & (current[START_AT] == fresh[START_AT])
+            stale = current.join(fresh, on, "left_anti").select(*keyed, START_AT).withColumn(ACTION, F.lit("delete"))
+            source = fresh.unionByName(stale, allowMissingColumns=True)
         condition = " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in names] + [f"t.`{START_AT}` = s.`{START_AT}`"])
         assignments: dict[str, str | Column] = {f"`{f.name}`": f"s.`{f.name}`" for f in history_schema(columns).fields}
         return merge_actions(spark, target, source, condition, assignments, app_id, batch_id)

@@ -8,8 +8,8 @@ only that one is ended or updated in place, and the new ones appended
 columns is read from the changes table in the scan that finds the known keys (`stored_stats`: the
 newest change's, INSERT's and delete's timestamps, which give the row marker); cell timestamps are
 not needed, every stored cell being older than the micro-batch's deletes. The open versions are
-read from the history table (`__END_AT` null), and the result written with one MERGE on (key
-columns, `__START_AT`) that matches open versions only. Keys with a change or delete not later
+read from the history table (`__END_AT` null); the caller MERGEs the result on (key columns,
+`__START_AT`) with the other keys' (it matches their open versions only). Keys with a change or delete not later
 (a late, out-of-order change, or a micro-batch re-run after its changes were stored) are returned
 to the caller, which recomputes them from all their changes.
 """
@@ -134,12 +134,6 @@ def advance_inputs(spark: SparkSession, path: str, stats: DataFrame, rows: DataF
         parts.append(conformed(deletes.select(*keyed, x["ts"].alias(TS), x["rank"].alias(RANK),
                                               x["off"].alias(OFFSET), new.alias(NEW)), columns, COVERING, schema))
     return reduce(DataFrame.unionByName, parts)
-
-
-def merge_condition(names: list[str]) -> str:
-    """A version of the micro-batch matches only the open version it ends or updates."""
-    return " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in names] + [f"t.`{START_AT}` = s.`{START_AT}`",
-                                                                     f"t.`{END_AT}` IS NULL"])
 
 
 def advanced_versions(result: DataFrame) -> DataFrame:
