@@ -42,6 +42,7 @@ from bridge.spark.history_arrow import (
     conformed,
     input_type,
     output_type,
+    record_batches,
     with_timestamps,
 )
 from bridge.spark.history_versions import Stored, Version, advance
@@ -79,11 +80,9 @@ def advance_in_arrow(columns: MirrorColumns,
     spark_type = advance_output_type(columns)
 
     def compute(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
+        return record_batches(advanced_rows(batches), spark_type)
 
-        schema = to_arrow_schema(spark_type, timezone="UTC")
-        out: list[dict[str, Any]] = []
+    def advanced_rows(batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
         for key, same_key_rows in groupby(arrow_rows(batches), key=fold_input.key):
             current: Version | None = None
             stored: Stored | None = None
@@ -100,14 +99,9 @@ def advance_in_arrow(columns: MirrorColumns,
                     events.append(fold_input.event(row))
             result = advance(fold_input.spec, current, stored, events, covering, tracked) if stored else None
             if result is None:
-                out.append({**dict(zip(fold_input.keys, key, strict=True)), REFUSED: True})
+                yield {**dict(zip(fold_input.keys, key, strict=True)), REFUSED: True}
             else:
-                out.extend({**fold_input.output(v), REFUSED: False} for v in result if v is not current)
-            if len(out) >= 10_000:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
-                out = []
-        if out:
-            yield pa.RecordBatch.from_pylist(out, schema=schema)
+                yield from ({**fold_input.output(v), REFUSED: False} for v in result if v is not current)
 
     return compute
 

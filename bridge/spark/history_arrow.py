@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import groupby
+from itertools import groupby, islice
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -145,6 +145,16 @@ def arrow_rows(batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
+def record_batches(rows: Iterator[dict[str, Any]], spark_type: T.StructType, size: int = 10_000) -> Iterator[Any]:
+    """`rows` as Arrow record batches of `spark_type`, `size` rows at most each."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(spark_type, timezone="UTC")  # Spark passes timestamps to Arrow as UTC
+    while chunk := list(islice(rows, size)):
+        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+
+
 def versions_in_arrow(columns: MirrorColumns,
                       tracked: frozenset[str] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInArrow` function: input rows of `input_type`, sorted by key within the partition
@@ -153,19 +163,9 @@ def versions_in_arrow(columns: MirrorColumns,
     spark_type = output_type(columns)
 
     def compute(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        schema = to_arrow_schema(spark_type, timezone="UTC")  # Spark passes timestamps to Arrow as UTC
-        out: list[dict[str, Any]] = []
-        for _, same_key in groupby(arrow_rows(batches), key=fold_input.key):
-            for version in versions(fold_input.spec, [fold_input.event(r) for r in same_key], tracked):
-                out.append(fold_input.output(version))
-            if len(out) >= 10_000:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
-                out = []
-        if out:
-            yield pa.RecordBatch.from_pylist(out, schema=schema)
+        rows = (fold_input.output(version) for _, same_key in groupby(arrow_rows(batches), key=fold_input.key)
+                for version in versions(fold_input.spec, [fold_input.event(r) for r in same_key], tracked))
+        return record_batches(rows, spark_type)
 
     return compute
 
