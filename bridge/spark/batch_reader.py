@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.decode import SID, Group, ValueFormat, decode, json_groups
+from bridge.spark.decode import SID, Group, ValueFormat, counted, decode, json_groups
 from bridge.spark.errors import BadEnvelopeError
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
@@ -43,8 +43,7 @@ class BatchReader:
             groups = json_groups(batch, advanced=self.cdc.advanced)
         else:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
-        counts = [g.records for g in groups]
-        self.records = sum(n for n in counts if n is not None) if None not in counts else None
+        self.records = counted(groups)
         tables: dict[Table, list[Group]] = defaultdict(list)
         for group in groups:
             if group.kind == "envelope":

@@ -226,6 +226,12 @@ def json_groups(batch: DataFrame, advanced: bool = False) -> list[Group]:
     return groups
 
 
+def counted(groups: list[Group]) -> int | None:
+    """The groups' records, when the decoding counted every one of them (`json_groups`)."""
+    counts = [g.records for g in groups]
+    return None if None in counts else sum(n for n in counts if n is not None)
+
+
 def _json_inferred(batch: DataFrame, advanced: bool) -> list[Group]:
     spark: SparkSession = batch.sparkSession
     text = F.col("value").cast("string")

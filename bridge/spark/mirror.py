@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 
 from bridge.spark.batch_reader import BatchReader
 from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.decode import Group, ValueFormat, prepare
+from bridge.spark.decode import Group, ValueFormat, counted, prepare
 from bridge.spark.fold import HIDDEN
 from bridge.spark.mirror_changelog import ChangeLog, changes_path
 from bridge.spark.mirror_compaction import compact as compact_table
@@ -187,8 +187,7 @@ class MirrorWriter:
         # The groups' sizes when the decoding counted them (JSON with schemas: the events are
         # parsed once, by the append); else the append counts the events, cached so that the
         # micro-batch's values are parsed once.
-        counts = [g.records for g in groups]
-        changes = sum(n for n in counts if n is not None) if None not in counts else None
+        changes = counted(groups)
         if events is not None and changes is None:
             events = events.persist()
         try:
