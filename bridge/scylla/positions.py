@@ -20,11 +20,11 @@ twice).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from bridge.scylla.cdc_time import max_timeuuid, micros_of, min_timeuuid, timeuuid_sort_key
-from bridge.scylla.groups import read_order
+from bridge.scylla.groups import GroupId, GroupKind, read_order
 from bridge.scylla.stream_id import StreamId
 
 
@@ -149,6 +149,22 @@ def default_start_us(now_us: int, ttl_s: int, lookback_ms: int) -> int:
     if ttl_s > 0:
         return now_us - ttl_s * 1_000_000
     return 0
+
+
+def discovery_start_us(saved: Iterable[tuple[GroupId, Position]]) -> int | None:
+    """Where a table's discovery starts on a restart: at the generation of the oldest saved
+    vnode group, or at the oldest saved position of a tablet stream (None: nothing saved).
+
+    From saved positions, not the default start: with `scylla.initial.lookback.ms` shorter than
+    a stop, the groups of a generation that ended meanwhile would never be found. A vnode group's
+    generation, not its position: every group of that generation was in the bridge's scope, yet
+    one whose worker was killed before its first commit has no position, and the finished groups'
+    positions (their ends) are the next generation's start, where discovery would not find it. A
+    tablet stream may have opened at a stream set older than the bridge's first read, so its
+    position bounds what was read."""
+    starts = [group.generation_start_ms * 1000 if group.kind is GroupKind.VNODE else position.window_start_us
+              for group, position in saved]
+    return min(starts, default=None)
 
 
 def possible_gap_us(position: Position, now_us: int, ttl_s: int) -> int | None:

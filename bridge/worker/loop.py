@@ -39,7 +39,7 @@ from bridge.scylla.events import (
     SourceEvent,
 )
 from bridge.scylla.groups import GroupId
-from bridge.scylla.positions import Position
+from bridge.scylla.positions import Position, discovery_start_us
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.table_schema import TableSchemas
 from bridge.settings import BridgeConfig
@@ -112,7 +112,8 @@ class Worker:
         self._reader = SourceReader(self._session, self.config.reader_settings(), clock=self._clock,
                                     on_query=self._telemetry.query_answered)
         for keyspace, table in self.config.tables():
-            since_us = self._oldest_saved_us(keyspace, table)
+            since_us = discovery_start_us((group, position) for group, position in self._offsets.positions.items()
+                                          if (group.keyspace, group.table) == (keyspace, table))
             if since_us is None and self.config.snapshot_mode != "no_data":
                 # The snapshot holds everything older: only the groups live now are read.
                 since_us = int(self._clock() * 1_000_000)
@@ -129,15 +130,6 @@ class Worker:
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost,
             slots=self.config.slots_count, name=self.config.name,
         )
-
-    def _oldest_saved_us(self, keyspace: str, table: str) -> int | None:
-        """Discovery starts at the generation holding the oldest saved position of the table (or
-        at the default start when there is none): with `scylla.initial.lookback.ms` shorter than
-        a stop, the groups of a generation that ended meanwhile would otherwise never be found,
-        and the rest of their changes never read."""
-        saved = [position.window_start_us for group, position in self._offsets.positions.items()
-                 if (group.keyspace, group.table) == (keyspace, table)]
-        return min(saved) if saved else None
 
     def run(self, stop: threading.Event) -> int:
         """Until `stop` is set (SIGTERM) or a fatal error; returns the exit code."""

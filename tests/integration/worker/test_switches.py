@@ -1,6 +1,7 @@
 """Generation switches and tablet splits through real `cdc-bridge run` processes: successor groups
-wait for predecessors read by other workers, and a worker stopped across a switch resumes the
-old generation even when `scylla.initial.lookback.ms` is shorter than the stop.
+wait for predecessors read by other workers, a worker stopped across a switch resumes the old
+generation even when `scylla.initial.lookback.ms` is shorter than the stop, and an old
+generation's groups left without a position are read on a restart.
 
 Each test keeps the CDC metadata in its own keyspace (a generation switch in the shared
 `sim_system_distributed` would reach every other test running on the stack)."""
@@ -16,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
+from bridge.kafka.offsets import decode_key, encode_key
+from bridge.scylla.groups import GroupId
+from bridge.scylla.stream_id import StreamId
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
@@ -147,3 +152,80 @@ def test_a_worker_stopped_across_a_switch_resumes_the_old_generation_despite_a_s
     messages = read_topic(stack.kafka_bootstrap, topic, expected=30)
     assert values_by_key(messages) == {k: [k, k + 10, k + 20] for k in range(10)}
     assert again.stop() == 0
+
+
+def test_an_old_generations_groups_without_a_position_are_read_after_a_restart(
+    private_emulator: Emulator, keyspace: str, cassandra_session: Any,
+    config_for: Callable[..., Path], workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
+) -> None:
+    """A worker SIGKILLed before its first commit in a generation leaves its groups there without
+    a position, while another worker finishes the rest of the generation: their saved ends are the
+    next generation's start. A CI run lost the first group's changes so (its restart discovered the
+    new generation only). Built exactly: after a full read, one old group's offsets are deleted."""
+    data, table = table_in(private_emulator, keyspace, "vnodes", cassandra_session)
+    topic = f"{bridge_name}.{data}.{table}"
+    config = config_for([f"{data}.{table}"], scylla__cdc__metadata__vnodes__keyspace=keyspace,
+                        scylla__cdc__metadata__tablets__keyspace=keyspace)
+    first = workers(config, "first")
+    for i in range(KEYS):
+        private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i}")
+    old_ms = private_emulator.generation_at(int(time.time() * 1_000_000)).timestamp_ms
+    generation = private_emulator.bootstrap_node(delay_s=1)
+    while time.time() * 1000 < generation.timestamp_ms + 500:
+        time.sleep(0.1)
+    for i in range(KEYS):
+        private_emulator.execute(f"UPDATE {data}.{table} SET v = {KEYS + i} WHERE id = {i}")
+    read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS, settle_s=0)
+
+    def old_groups(event: str) -> set[str]:
+        return {e["group"] for e in first.events()
+                if e.get("event") == event and e["group"].split("/")[1] == str(old_ms)}
+    wait_for(lambda: old_groups("cdc group finished") == old_groups("group started"), 60,
+             "the old generation's groups to finish")
+    assert first.stop() == 0
+
+    old_keys = {group: partition for group, partition in offsets_records(stack, f"{bridge_name}-offsets").items()
+                if group.generation_start_ms == old_ms}
+    writes = [(StreamId(row[0]).index, row[1]) for row in cassandra_session.execute(
+        f'SELECT "cdc$stream_id", id, v FROM {data}.{table}_scylla_cdc_log') if row[2] < KEYS]
+    forgotten = next(g for g in sorted(old_keys, key=str) if any(str(index) == g.vnode_id for index, _ in writes))
+    assert len(old_keys) > 1, "the old generation needs a group that keeps its position"
+    delete_offsets(stack, f"{bridge_name}-offsets", bridge_name, forgotten, old_keys[forgotten])
+    again_keys = {key for index, key in writes if str(index) == forgotten.vnode_id}
+
+    again = workers(config, "again")
+    messages = read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS + len(again_keys))
+    assert values_by_key(messages) == {k: [k, KEYS + k, *([k] if k in again_keys else [])] for k in range(KEYS)}
+    assert again.stop() == 0
+
+
+def offsets_records(stack: Endpoints, offsets_topic: str) -> dict[GroupId, int]:
+    """The partition of every live CDC offsets record of the topic, by group."""
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": "unused",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    partitions = consumer.list_topics(offsets_topic, timeout=10).topics[offsets_topic].partitions
+    consumer.assign([TopicPartition(offsets_topic, p, 0) for p in partitions])
+    live: dict[GroupId, int] = {}
+    try:
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 2:
+            for message in consumer.consume(500, timeout=0.5):
+                quiet_since = time.monotonic()
+                decoded = decode_key(message.key() or b"") if message.error() is None else None
+                partition = message.partition()
+                if decoded is None or partition is None:
+                    continue
+                if message.value() is None:
+                    live.pop(decoded[1], None)
+                else:
+                    live[decoded[1]] = partition
+    finally:
+        consumer.close()
+    return live
+
+
+def delete_offsets(stack: Endpoints, offsets_topic: str, name: str, group: GroupId, partition: int) -> None:
+    """A tombstone for the group's offsets key, in the partition that holds it."""
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+    producer.produce(offsets_topic, key=encode_key(name, group), value=None, partition=partition)
+    assert producer.flush(10) == 0

@@ -8,7 +8,7 @@ import pytest
 
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.groups import TOKEN_MAX, TOKEN_MIN, GroupId, TokenRange, read_order, ring_partition
-from bridge.scylla.positions import ChangeId, Position, default_start_us, possible_gap_us
+from bridge.scylla.positions import ChangeId, Position, default_start_us, discovery_start_us, possible_gap_us
 from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.windows import GroupEnded, WaitUntil, Window, WindowPlanner
@@ -138,3 +138,18 @@ def test_settings_reject_bad_values_by_name() -> None:
         ReaderSettings(confidence_window_size_ms=-1)
     with pytest.raises(ValueError, match=r"^page_size: must be > 0, got 0$"):
         ReaderSettings(page_size=0)
+
+
+def test_discovery_restarts_at_the_generation_of_the_oldest_saved_vnode_group() -> None:
+    old, new = 1_700_000_000_000, 1_700_000_600_000
+    finished = Position.at(new * 1000)  # a finished group's end: the next generation's start
+    saved = [(GroupId.vnode("ks", "t", old, 1), finished),
+             (GroupId.vnode("ks", "t", new, 5), Position.at(new * 1000 + 7))]
+    # Group 0 of `old` never committed: discovery must start in `old` to find it again.
+    assert discovery_start_us(saved) == old * 1000
+    assert discovery_start_us([]) is None
+
+
+def test_discovery_restarts_at_the_oldest_saved_position_of_a_tablet_stream() -> None:
+    opened_long_ago = GroupId.tablet("ks", "t", 1_600_000_000_000, STREAM)
+    assert discovery_start_us([(opened_long_ago, Position.at(1_700_000_000_000_123))]) == 1_700_000_000_000_123
