@@ -10,20 +10,23 @@ range / partition deletes); per table:
    `<root>/_cdc_changes/<ks>/<t>` (Delta's idempotent `txnAppId` / `txnVersion`: a re-run
    micro-batch appends nothing), its range / partition deletes to `<root>/_cdc_dropped/<ks>/<t>`
    (kept forever: a key's versions are recomputed from all its deletes);
-3. the new keys' versions are computed from the micro-batch's changes alone (and the stored
-   deletes covering them) and appended: they have no earlier version and no earlier change;
-4. a known key whose micro-batch changes (and covering deletes) are all later than its stored
+3. every affected key goes through one `mapInArrow` job (`history_advance`): a new key's versions
+   from the micro-batch's changes and the stored deletes covering it (it has no earlier change);
+   a known key whose micro-batch changes (and covering deletes) are all later than its stored
    ones (in order, the common case) has its versions continued from its open version, read from
-   the history table, with what the scan of step 1 read of its stored changes (`history_advance`);
-5. the other known keys (a late change; every key of a re-run micro-batch) have all their changes
-   and covering deletes read back and their versions recomputed, so a late change rewrites the
-   versions after it; one MERGE on (key columns, `__START_AT`) writes both sets (ending or updating
-   the in-order keys' open versions) and deletes the recomputed keys' versions no longer in the
-   set. It is the micro-batch's last write.
+   the history table, with what the scan of step 1 read of its stored changes; the other known
+   keys (a late change; every key of a re-run micro-batch) are refused;
+4. the new versions (a new key's, an in-order key's after its open one) are appended: no version
+   of theirs exists at their start;
+5. the refused keys have all their changes and covering deletes read back and their versions
+   recomputed, so a late change rewrites the versions after it; one MERGE on (key columns,
+   `__START_AT`) writes them and the in-order keys' open versions ended or updated in place, and
+   deletes the recomputed keys' versions no longer in the set. It is the micro-batch's last write.
 Versions are computed per key in Python over Arrow (`mapInArrow` after a repartition and sort by
 key; the pure `history_versions.versions`). Both writes are idempotent (`txnAppId` /
 `txnVersion`); a micro-batch re-run after its changes were appended finds all its keys known and
-MERGEs the same versions (on a key's versions already appended: the same rows) in step 5.
+not later than their stored changes, and MERGEs the same versions (on versions already appended:
+the same rows) in step 5.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, prepare
 from bridge.spark.fold import HIDDEN
 from bridge.spark.history_advance import (
+    OPEN,
+    REFUSED,
     advance_in_arrow,
     advance_inputs,
     advance_output_type,
@@ -69,6 +74,7 @@ from bridge.spark.mirror import TABLE_PROPERTIES, columns_from_delta, delta_sche
 from bridge.spark.mirror_compaction import merge_actions, partitions
 from bridge.spark.mirror_frames import MirrorColumns, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
+from bridge.spark.progress import count_records
 
 log = structlog.get_logger(__name__)
 KEEP_FOREVER = 2**62  # the history's range / partition deletes are never purged
@@ -123,16 +129,24 @@ class HistoryWriter:
         started = time.monotonic()
         spark = batch.sparkSession
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
-        batch = prepare(batch, self.value_format, payload_only=True).persist()
+        # JSON with schemas is read from the source again by each table's changes (persisted once
+        # there, `change_rows`), as the mirror reads it (`decode.json_groups`): persisting the
+        # micro-batch first cost more than the reads (bench/README.md, the history's sections).
+        cached = self.value_format is not ValueFormat.JSON_SCHEMAS
+        if cached:
+            batch = prepare(batch, self.value_format, payload_only=True).persist()
         try:
             tables, dropped = self.reader.tables(batch)
+            if self.reader.records is not None:  # Spark's numInputRows would count every read
+                count_records(self.name, batch_id, self.reader.records)
             for table in sorted(set(tables) | set(dropped)):
                 table_started = time.monotonic()
                 written = self.apply(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
                 log.info("micro-batch history written", keyspace=table[0], table=table[1], batch_id=batch_id,
                          version_rows_written=written, seconds=round(time.monotonic() - table_started, 2))
         finally:
-            batch.unpersist()
+            if cached:
+                batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
 
     def changes_path(self, keyspace: str, table: str) -> str:
@@ -161,7 +175,7 @@ class HistoryWriter:
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{self.name}:{table[0]}.{table[1]}:dropped", batch_id)
         events = reduce(DataFrame.unionByName, [self.reader.events(g, columns) for g in groups]) if groups else None
-        # appended, and the new keys' input
+        # appended, and every key's input to the versions
         rows = change_rows(events, columns).persist() if events is not None else None
         try:
             return self._record(spark, table, columns, store, partition_keys, dropped, rows, batch_id)
@@ -172,10 +186,10 @@ class HistoryWriter:
     def _record(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
                 partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None,
                 batch_id: int) -> int:
-        """Split the affected keys into new ones (no change stored before this micro-batch) and
-        known ones, append the changes, then write the new keys' versions computed from the
-        micro-batch alone (an append), continue the in-order known keys' from their open versions
-        and rewrite the other known keys' from all their changes (one MERGE)."""
+        """Find the known keys (a change stored before this micro-batch), append the changes, then
+        compute the new keys' versions and continue the in-order known keys' in one job, append
+        the new versions, and MERGE the ended open versions with the other known keys' versions
+        recomputed from all their changes."""
         from delta.tables import DeltaTable
 
         stages = _Stages()
@@ -198,8 +212,6 @@ class HistoryWriter:
         # every key of the micro-batch known, and a persisted frame was found recomputed then.
         known = (stored_stats(reduce(DataFrame.unionByName, known_parts), names).localCheckpoint(eager=True)
                  if known_parts else None)
-        refused: DataFrame | None = None
-        result: DataFrame | None = None
         refused_count = 0
         try:
             known_count = known.count() if known is not None else 0
@@ -209,51 +221,58 @@ class HistoryWriter:
                  .option("txnAppId", f"{app_id}:changes").option("txnVersion", batch_id).save(changes_path))
                 stages.done("changes_appended")
             written = 0
-            if batch_keys is not None and rows is not None:
-                written += self._write_new(spark, table, columns, store, partition_keys, rows, batch_keys,
-                                           known if known_count else None, app_id, batch_id)
-                stages.done("new_keys_appended")
-            if known is not None and known_count:
-                # the in-order keys' versions and the others' recomputed ones in one MERGE, the
-                # micro-batch's last write: a re-run (every key refused then: its changes are
-                # stored) ends with the one write covering them all
-                result, refused = self._advance(spark, table, columns, store, partition_keys, dropped, rows, known,
-                                                stages)
-                refused_count = refused.count()
-                advanced = advanced_versions(result).withColumn(ACTION, F.lit("upsert"))
+            if batch_keys is not None or known_count:
+                # New and in-order known keys in one job: their new versions appended, the open
+                # versions they end or update and the other known keys' recomputed ones in one
+                # MERGE, the micro-batch's last write: a re-run (every key refused then: its
+                # changes are stored) ends with the one write covering them all.
+                result, new_count, open_count, refused_count = self._advance(
+                    spark, table, columns, store, partition_keys, dropped, rows, batch_keys,
+                    known if known_count else None, stages)
+                if new_count:
+                    (advanced_versions(result, open_=False).write.format("delta").mode("append")
+                     .option("txnAppId", f"{app_id}:new").option("txnVersion", batch_id).save(self.path(*table)))
+                    written += new_count
+                    stages.done("versions_appended")
+                ended = advanced_versions(result, open_=True).withColumn(ACTION, F.lit("upsert"))
                 if refused_count:
                     stored = spark.read.format("delta").load(changes_path)
-                    written += self._rewrite(spark, self.path(*table), stored, F.broadcast(refused), store,
-                                             columns, partition_keys, table, app_id, batch_id, stages, advanced)
-                elif advanced.count():
-                    written += self._merge_versions(spark, self.path(*table), advanced, None, columns, app_id,
+                    refused = F.broadcast(refused_keys(result, names))
+                    written += self._rewrite(spark, self.path(*table), stored, refused, store,
+                                             columns, partition_keys, table, app_id, batch_id, stages, ended)
+                elif open_count:
+                    written += self._merge_versions(spark, self.path(*table), ended, None, columns, app_id,
                                                     batch_id)
                     stages.done("known_keys_merged")
-        finally:  # `known` and `refused` are local checkpoints: Spark's cleaner drops them with their references
-            for frame in (batch_keys, result):
-                if frame is not None:
-                    frame.unpersist()
+        finally:  # `known` and `result` are local checkpoints: Spark's cleaner drops them with their references
+            if batch_keys is not None:
+                batch_keys.unpersist()
         log.info("micro-batch history stages", keyspace=table[0], table=table[1], batch_id=batch_id,
                  known_keys=known_count, recomputed_keys=refused_count, **stages.seconds)
         return written
 
     def _advance(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
-                 partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None, known: DataFrame,
-                 stages: _Stages) -> tuple[DataFrame, DataFrame]:
-        """The known keys whose micro-batch changes are all later than their stored ones: their
-        versions continued from the open one (`history_advance`); returns them (`advance_in_arrow`'s
-        rows, persisted) and the other known keys (a local checkpoint), for the full recompute."""
-        path = self.path(*table)
+                 partition_keys: list[str], dropped: list[dict[str, Any]], rows: DataFrame | None,
+                 batch_keys: DataFrame | None, known: DataFrame | None,
+                 stages: _Stages) -> tuple[DataFrame, int, int, int]:
+        """Every affected key through `advance_in_arrow` (`history_advance`): new keys' versions
+        from nothing, in-order known keys' continued from the open one, the others refused, for
+        the full recompute. Returns its rows (a local checkpoint: the writes change its input)
+        and the counts of new versions, of rows replacing open versions, of refused keys."""
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]
         compute = advance_in_arrow(columns, tracked_columns(table, self.track_on, self.track_except, columns))
-        inputs = advance_inputs(spark, path, known, rows, store, columns, partition_keys, dropped)
+        inputs = advance_inputs(spark, self.path(*table), known, batch_keys, rows, store, columns, partition_keys,
+                                dropped)
         result = (inputs.repartition(spark.sparkContext.defaultParallelism, *keyed).sortWithinPartitions(*keyed)
-                  .mapInArrow(compute, advance_output_type(columns)).persist())
-        result.count()
-        refused = refused_keys(result, names).localCheckpoint(eager=True)  # the MERGE changes `result`'s input
-        stages.done("known_versions_advanced")
-        return result, refused
+                  .mapInArrow(compute, advance_output_type(columns)).localCheckpoint(eager=True))
+        refused, is_open = F.col(REFUSED), F.col(OPEN)
+        counts = result.agg(F.count(F.when(~refused & ~is_open, 1)).alias("new"),
+                            F.count(F.when(~refused & is_open, 1)).alias("open"),
+                            F.count(F.when(refused, 1)).alias("refused")).first()
+        stages.done("versions_advanced")
+        assert counts is not None
+        return result, int(counts["new"]), int(counts["open"]), int(counts["refused"])
 
     def _versions(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, inputs: list[DataFrame],
                   keyed: list[Column]) -> DataFrame:
@@ -263,33 +282,6 @@ class HistoryWriter:
         parallelism = spark.sparkContext.defaultParallelism
         return with_timestamps(reduce(DataFrame.unionByName, inputs).repartition(parallelism, *keyed)
                                .sortWithinPartitions(*keyed).mapInArrow(compute, output_type(columns)))
-
-    def _write_new(self, spark: SparkSession, table: tuple[str, str], columns: MirrorColumns, store: TombstoneStore,
-                   partition_keys: list[str], rows: DataFrame, batch_keys: DataFrame, known: DataFrame | None,
-                   app_id: str, batch_id: int) -> int:
-        """The versions of the keys first changed in this micro-batch: from its changes and the
-        stored deletes covering them, appended (no earlier version of theirs exists). A re-run
-        finds them known (their changes are stored by then) and MERGEs the same versions."""
-        names = columns.key_names
-        keyed = [F.col(f"`{n}`") for n in names]
-        new_keys = batch_keys
-        new_rows = rows
-        if known is not None:
-            new_keys = batch_keys.join(F.broadcast(known), same_key(batch_keys, known, names), "left_anti")
-            new_rows = rows.join(F.broadcast(known), same_key(rows, known, names), "left_anti")
-        inputs = [conformed(new_rows, columns, DATA)]
-        deletes = store.covering(spark, new_keys, columns, partition_keys)
-        if deletes is not None:
-            inputs.append(covering_rows(deletes, columns))
-        fresh = self._versions(spark, table, columns, inputs, keyed).persist()
-        try:
-            count = fresh.count()
-            if count:
-                (fresh.write.format("delta").mode("append").option("txnAppId", f"{app_id}:new")
-                 .option("txnVersion", batch_id).save(self.path(*table)))
-            return count
-        finally:
-            fresh.unpersist()
 
     def _rewrite(self, spark: SparkSession, path: str, stored: DataFrame, affected: DataFrame,
                  store: TombstoneStore, columns: MirrorColumns, partition_keys: list[str],

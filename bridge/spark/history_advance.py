@@ -9,7 +9,9 @@ columns is read from the changes table in the scan that finds the known keys (`s
 newest change's, INSERT's and delete's timestamps, which give the row marker); cell timestamps are
 not needed, every stored cell being older than the micro-batch's deletes. The open versions are
 read from the history table (`__END_AT` null); the caller MERGEs the result on (key columns,
-`__START_AT`) with the other keys' (it matches their open versions only). Keys with a change or delete not later
+`__START_AT`) with the other keys' (it matches their open versions only) and appends the new
+versions. A new key (no stored change, so no `STORED` row) gets its versions from nothing in the
+same job. Keys with a change or delete not later
 (a late, out-of-order change, or a micro-batch re-run after its changes were stored) are returned
 to the caller, which recomputes them from all their changes.
 """
@@ -51,6 +53,7 @@ from bridge.spark.mirror_tombstones import TombstoneStore
 
 SEED, STORED = 2, 3  # `_cdc_kind`: the key's open version, what its stored changes leave
 LAST_INSERT, LAST_DELETE, NEW, REFUSED = "_cdc_last_insert", "_cdc_last_delete", "_cdc_new", "_cdc_refused"
+OPEN = "_cdc_open"  # an output row replacing the key's stored open version (ended or updated in place)
 
 
 def stored_stats(changes: DataFrame, names: list[str]) -> DataFrame:
@@ -68,14 +71,16 @@ def advance_input_type(columns: MirrorColumns) -> T.StructType:
 
 
 def advance_output_type(columns: MirrorColumns) -> T.StructType:
-    return T.StructType([*output_type(columns).fields, T.StructField(REFUSED, T.BooleanType())])
+    return T.StructType([*output_type(columns).fields, T.StructField(REFUSED, T.BooleanType()),
+                         T.StructField(OPEN, T.BooleanType())])
 
 
 def advance_in_arrow(columns: MirrorColumns,
                      tracked: frozenset[str] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInArrow` function: `advance_input_type` rows sorted by key within the partition ->
-    the versions `advance` ends, updates or starts (the open version when unchanged left out), or
-    one row of key columns with `_cdc_refused` for a key it leaves to the full recompute."""
+    the versions `advance` ends, updates or starts (the open version when unchanged left out;
+    `_cdc_open` on the one replacing it), a new key's (no `STORED` row) from nothing, or one row
+    of key columns with `_cdc_refused` for a key it leaves to the full recompute."""
     fold_input = FoldInput(columns)
     spark_type = advance_output_type(columns)
 
@@ -97,29 +102,39 @@ def advance_in_arrow(columns: MirrorColumns,
                     covering.append((fold_input.event(row), bool(row[NEW])))
                 else:
                     events.append(fold_input.event(row))
-            result = advance(fold_input.spec, current, stored, events, covering, tracked) if stored else None
+            result = advance(fold_input.spec, current, stored, events, covering, tracked)
             if result is None:
-                yield {**dict(zip(fold_input.keys, key, strict=True)), REFUSED: True}
+                yield {**dict(zip(fold_input.keys, key, strict=True)), REFUSED: True, OPEN: False}
             else:
-                yield from ({**fold_input.output(v), REFUSED: False} for v in result if v is not current)
+                start = current.start_us if current is not None else None
+                yield from ({**fold_input.output(v), REFUSED: False, OPEN: v.start_us == start}
+                            for v in result if v is not current)
 
     return compute
 
 
-def advance_inputs(spark: SparkSession, path: str, stats: DataFrame, rows: DataFrame | None, store: TombstoneStore,
-                   columns: MirrorColumns, partition_keys: list[str], dropped: list[dict[str, Any]]) -> DataFrame:
-    """The known keys' open versions, stored stats, micro-batch changes and covering deletes
-    (this micro-batch's flagged `_cdc_new`), as `advance_input_type` rows."""
+def advance_inputs(spark: SparkSession, path: str, stats: DataFrame | None, batch_keys: DataFrame | None,
+                   rows: DataFrame | None, store: TombstoneStore, columns: MirrorColumns, partition_keys: list[str],
+                   dropped: list[dict[str, Any]]) -> DataFrame:
+    """Every affected key's rows as `advance_input_type`: the known keys' (`stats`) open versions
+    and stored stats, the micro-batch's changes (`rows`, of the keys `batch_keys`, new ones
+    included) and the deletes covering the keys (this micro-batch's flagged `_cdc_new`)."""
     names = columns.key_names
     keyed = [F.col(f"`{n}`") for n in names]
     schema = advance_input_type(columns)
-    keys = F.broadcast(stats.select(*keyed))
-    history = spark.read.format("delta").load(path).where(F.col(END_AT).isNull())
-    seeds = history.join(keys, same_key(history, keys, names), "left_semi").withColumns(
-        {TS: F.unix_micros(F.col(START_AT)), OP: F.col(START_OP), OFFSET: F.col(START_OFFSET)})
-    parts = [conformed(seeds, columns, SEED, schema), conformed(stats, columns, STORED, schema)]
-    if rows is not None:
-        parts.append(conformed(rows.join(keys, same_key(rows, keys, names), "left_semi"), columns, DATA, schema))
+    parts: list[DataFrame] = []
+    key_sets: list[DataFrame] = []
+    if stats is not None:
+        known = F.broadcast(stats.select(*keyed))
+        history = spark.read.format("delta").load(path).where(F.col(END_AT).isNull())
+        seeds = history.join(known, same_key(history, known, names), "left_semi").withColumns(
+            {TS: F.unix_micros(F.col(START_AT)), OP: F.col(START_OP), OFFSET: F.col(START_OFFSET)})
+        parts += [conformed(seeds, columns, SEED, schema), conformed(stats, columns, STORED, schema)]
+        key_sets.append(stats.select(*keyed))
+    if rows is not None and batch_keys is not None:
+        parts.append(conformed(rows, columns, DATA, schema))
+        key_sets.append(batch_keys)
+    keys = F.broadcast(reduce(DataFrame.unionByName, key_sets).distinct())
     deletes = store.covering(spark, keys, columns, partition_keys)
     if deletes is not None:
         marks = [f"{int(d['ts'])}:{int(d['offset'])}" for d in dropped]
@@ -130,9 +145,11 @@ def advance_inputs(spark: SparkSession, path: str, stats: DataFrame, rows: DataF
     return reduce(DataFrame.unionByName, parts)
 
 
-def advanced_versions(result: DataFrame) -> DataFrame:
-    """`advance_in_arrow`'s versions (refused keys' rows left out), timestamps made."""
-    return with_timestamps(result.where(~F.col(REFUSED)).drop(REFUSED))
+def advanced_versions(result: DataFrame, open_: bool) -> DataFrame:
+    """`advance_in_arrow`'s versions (refused keys' rows left out), timestamps made: those
+    replacing an open version (`open_`, MERGEd) or the others (new versions, appended)."""
+    chosen = ~F.col(REFUSED) & (F.col(OPEN) if open_ else ~F.col(OPEN))
+    return with_timestamps(result.where(chosen).drop(REFUSED, OPEN))
 
 
 def refused_keys(result: DataFrame, names: list[str]) -> DataFrame:

@@ -111,7 +111,7 @@ def has_marker(spec: FoldSpec, row: Mapping[str, Any], stored: Stored, covering_
     return all(stored.last_insert_ts > t for t in deletes)
 
 
-def advance(spec: FoldSpec, current: Version | None, stored: Stored, events: Iterable[Mapping[str, Any]],
+def advance(spec: FoldSpec, current: Version | None, stored: Stored | None, events: Iterable[Mapping[str, Any]],
             covering: Iterable[tuple[Mapping[str, Any], bool]],
             tracked: frozenset[str] | None = None) -> list[Version] | None:
     """A known key's versions from `current` (its open version; None: the row does not exist)
@@ -121,7 +121,12 @@ def advance(spec: FoldSpec, current: Version | None, stored: Stored, events: Ite
     change rewrites versions before the open one: the caller recomputes the key from all of them).
     The stored covering deletes are applied already (in `current`): a micro-batch's change must
     be later than them too (one newer than the stored changes emptied the row, but a write older
-    than it would still have seen the row's earlier cells)."""
+    than it would still have seen the row's earlier cells). `stored` None: a new key (no change
+    of it stored, so no version): its versions from nothing, every covering delete applied."""
+    if stored is None:
+        if current is not None:  # an open version without a stored change: not ours to guess
+            return None
+        return versions(spec, [*events, *(delete for delete, _ in covering)], tracked)
     stored_covering = [int(delete["ts"]) for delete, new in covering if not new]
     newest = max([stored.last_ts, *stored_covering])
     later = [*events, *(delete for delete, new in covering if new)]

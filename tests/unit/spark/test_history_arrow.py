@@ -98,3 +98,21 @@ def test_advancing_over_arrow_ends_the_open_version_keeps_its_map_and_refuses_a_
     assert [(r["pk"], r["_cdc_refused"], r["__START_AT"]) for r in late] == [(DAY, True, None)]
     new_delete = advance_run([seed, stored, {**change(30, 7), "_cdc_kind": COVERING, "_cdc_new": True}])
     assert [(r["__START_AT"], r["__END_AT"]) for r in new_delete] == [(10, 30)]
+
+
+def test_a_new_key_advances_from_nothing_as_the_full_computation_and_its_versions_are_not_open_ones() -> None:
+    other = datetime.date(2026, 3, 4)
+    inserted = {**change(10, 1, l__cell=True, l=[1]), "_cdc_op": "c"}
+    updated = change(20, 2, at__cell=True, at=7)
+    dropped = {**change(15, 3), "_cdc_kind": COVERING, "_cdc_new": False}
+    rows = advance_run([inserted, dropped, updated, {**change(30, 4, at__cell=True, at=8), "pk": other}])
+    full = run([[inserted, {**dropped, "_cdc_kind": COVERING}, updated, {**change(30, 4, at__cell=True, at=8),
+                                                                          "pk": other}]])
+    assert [{k: v for k, v in r.items() if k not in ("_cdc_refused", "_cdc_open")} for r in rows] == full
+    assert [(r["pk"], r["__START_AT"], r["__END_AT"], r["_cdc_open"], r["_cdc_refused"]) for r in rows] == [
+        (DAY, 10, 15, False, False), (DAY, 20, None, False, False), (other, 30, None, False, False)]
+    seed = {"pk": DAY, "_cdc_kind": SEED, "_cdc_ts": 10, "_cdc_op": "c", "_cdc_offset": 1, "l": [1]}
+    assert [r["_cdc_refused"] for r in advance_run([seed, updated])] == [True], "an open version, nothing stored"
+    stored = {"pk": DAY, "_cdc_kind": STORED, "_cdc_ts": 10, "_cdc_last_insert": 10}
+    assert [(r["__START_AT"], r["__END_AT"], r["_cdc_open"]) for r in advance_run([seed, stored, updated])] == [
+        (10, 20, True), (20, None, False)], "the open version ended (MERGEd), the new one appended"

@@ -190,6 +190,14 @@ def test_deletes_end_the_open_version_and_the_marker_keeps_a_row_inserted() -> N
                                                             Version(60, None, "u", 3, row(t="b"))]
 
 
+def test_a_new_key_advances_from_nothing_with_every_covering_delete() -> None:
+    events = [write("c", 10, 1, v=1), write("u", 30, 3, t="b")]
+    covering_ = [(covering(20, 2), False), (covering(40, 4), True)]
+    assert advance(SPEC, None, None, events, covering_) == \
+        versions(SPEC, [*events, covering(20, 2), covering(40, 4)])
+    assert advance(SPEC, Version(5, None, "c", 0, row(1)), None, events, []) is None, "an open version, nothing stored"
+
+
 def test_advancing_equals_the_full_recompute_whenever_it_answers() -> None:
     rng = random.Random(7)
     answered = refused = 0
