@@ -152,17 +152,17 @@ def default_start_us(now_us: int, ttl_s: int, lookback_ms: int) -> int:
 
 
 def discovery_start_us(saved: Iterable[tuple[GroupId, Position]]) -> int | None:
-    """Where a table's discovery starts on a restart: at the generation of the oldest saved
-    vnode group, or at the oldest saved position of a tablet stream (None: nothing saved).
+    """Where a table's discovery starts on a restart (None: nothing saved): at the generation of
+    the oldest saved vnode group; a tablets table, 1 µs before its oldest saved position.
 
     From saved positions, not the default start: with `scylla.initial.lookback.ms` shorter than
-    a stop, the groups of a generation that ended meanwhile would never be found. A vnode group's
-    generation, not its position: every group of that generation was in the bridge's scope, yet
-    one whose worker was killed before its first commit has no position, and the finished groups'
-    positions (their ends) are the next generation's start, where discovery would not find it. A
-    tablet stream may have opened at a stream set older than the bridge's first read, so its
-    position bounds what was read."""
-    starts = [group.generation_start_ms * 1000 if group.kind is GroupKind.VNODE else position.window_start_us
+    a stop, the groups of a generation that ended meanwhile would never be found. Not at the
+    oldest position itself: a group whose worker was killed before its first commit has none,
+    and when the other groups of its generation (stream set) finished, their positions are their
+    end, the next one's start, where discovery no longer finds it. Every group of a saved vnode
+    group's generation was in the bridge's scope; a tablet stream may have opened at a stream set
+    older than the bridge's first read, so only the set in effect just before its position is."""
+    starts = [group.generation_start_ms * 1000 if group.kind is GroupKind.VNODE else position.window_start_us - 1
               for group, position in saved]
     return min(starts, default=None)
 

@@ -154,49 +154,55 @@ def test_a_worker_stopped_across_a_switch_resumes_the_old_generation_despite_a_s
     assert again.stop() == 0
 
 
-def test_an_old_generations_groups_without_a_position_are_read_after_a_restart(
-    private_emulator: Emulator, keyspace: str, cassandra_session: Any,
+@pytest.mark.parametrize("kind", ["vnodes", "tablets"])
+def test_groups_ended_without_a_position_beside_finished_ones_are_read_after_a_restart(
+    kind: str, private_emulator: Emulator, keyspace: str, cassandra_session: Any,
     config_for: Callable[..., Path], workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
 ) -> None:
-    """A worker SIGKILLed before its first commit in a generation leaves its groups there without
-    a position, while another worker finishes the rest of the generation: their saved ends are the
-    next generation's start. A CI run lost the first group's changes so (its restart discovered the
-    new generation only). Built exactly: after a full read, one old group's offsets are deleted."""
-    data, table = table_in(private_emulator, keyspace, "vnodes", cassandra_session)
+    """A worker SIGKILLed before its first commit leaves its groups without a position, while
+    another worker finishes the other groups of the same generation (stream set): their saved
+    ends are the switch. A CI run lost the first worker's changes so (its restart discovered from
+    the switch on). Built exactly: after a full read across a switch, one ended group's offsets
+    are deleted; the restart must read its changes again."""
+    data, table = table_in(private_emulator, keyspace, kind, cassandra_session)
     topic = f"{bridge_name}.{data}.{table}"
     config = config_for([f"{data}.{table}"], scylla__cdc__metadata__vnodes__keyspace=keyspace,
                         scylla__cdc__metadata__tablets__keyspace=keyspace)
-    first = workers(config, "first")
-    for i in range(KEYS):
-        private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i}")
-    old_ms = private_emulator.generation_at(int(time.time() * 1_000_000)).timestamp_ms
-    generation = private_emulator.bootstrap_node(delay_s=1)
-    while time.time() * 1000 < generation.timestamp_ms + 500:
-        time.sleep(0.1)
-    for i in range(KEYS):
-        private_emulator.execute(f"UPDATE {data}.{table} SET v = {KEYS + i} WHERE id = {i}")
-    read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS, settle_s=0)
+    try:
+        first = workers(config, "first")
+        for i in range(KEYS):
+            private_emulator.execute(f"UPDATE {data}.{table} SET v = {i} WHERE id = {i}")
+        switch = (private_emulator.bootstrap_node(delay_s=1) if kind == "vnodes"
+                  else private_emulator.tablets_split(data, table, delay_s=1))
+        while time.time() * 1000 < switch.timestamp_ms + 500:
+            time.sleep(0.1)
+        for i in range(KEYS):
+            private_emulator.execute(f"UPDATE {data}.{table} SET v = {KEYS + i} WHERE id = {i}")
+        read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS, settle_s=0)
 
-    def old_groups(event: str) -> set[str]:
-        return {e["group"] for e in first.events()
-                if e.get("event") == event and e["group"].split("/")[1] == str(old_ms)}
-    wait_for(lambda: old_groups("cdc group finished") == old_groups("group started"), 60,
-             "the old generation's groups to finish")
-    assert first.stop() == 0
+        def logged(event: str) -> set[str]:
+            return {e["group"] for e in first.events() if e.get("event") == event}
+        before = {g for g in logged("group started") if int(g.split("/")[1]) < switch.timestamp_ms}
+        wait_for(lambda: before <= logged("cdc group finished"), 60, "the groups before the switch to finish")
+        assert first.stop() == 0
 
-    old_keys = {group: partition for group, partition in offsets_records(stack, f"{bridge_name}-offsets").items()
-                if group.generation_start_ms == old_ms}
-    writes = [(StreamId(row[0]).index, row[1]) for row in cassandra_session.execute(
-        f'SELECT "cdc$stream_id", id, v FROM {data}.{table}_scylla_cdc_log') if row[2] < KEYS]
-    forgotten = next(g for g in sorted(old_keys, key=str) if any(str(index) == g.vnode_id for index, _ in writes))
-    assert len(old_keys) > 1, "the old generation needs a group that keeps its position"
-    delete_offsets(stack, f"{bridge_name}-offsets", bridge_name, forgotten, old_keys[forgotten])
-    again_keys = {key for index, key in writes if str(index) == forgotten.vnode_id}
+        ended = {group: partition for group, partition in offsets_records(stack, f"{bridge_name}-offsets").items()
+                 if str(group) in before}
+        log_rows = cassandra_session.execute(f'SELECT "cdc$stream_id", id, v FROM {data}.{table}_scylla_cdc_log')
+        writes = [(str(StreamId(row[0]).index) if kind == "vnodes" else str(StreamId(row[0])), row[1])
+                  for row in log_rows if row[2] < KEYS]
+        forgotten = next(g for g in sorted(ended, key=str) if any(g.vnode_id == group for group, _ in writes))
+        assert len(ended) > 1, "another ended group must keep its position"
+        delete_offsets(stack, f"{bridge_name}-offsets", bridge_name, forgotten, ended[forgotten])
+        again_keys = {key for group, key in writes if group == forgotten.vnode_id}
 
-    again = workers(config, "again")
-    messages = read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS + len(again_keys))
-    assert values_by_key(messages) == {k: [k, KEYS + k, *([k] if k in again_keys else [])] for k in range(KEYS)}
-    assert again.stop() == 0
+        again = workers(config, "again")
+        messages = read_topic(stack.kafka_bootstrap, topic, expected=2 * KEYS + len(again_keys))
+        assert values_by_key(messages) == {k: [k, KEYS + k, *([k] if k in again_keys else [])] for k in range(KEYS)}
+        assert again.stop() == 0
+    finally:
+        if kind == "tablets":
+            cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {data}", timeout=60)
 
 
 def offsets_records(stack: Endpoints, offsets_topic: str) -> dict[GroupId, int]:

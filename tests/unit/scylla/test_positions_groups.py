@@ -150,6 +150,8 @@ def test_discovery_restarts_at_the_generation_of_the_oldest_saved_vnode_group() 
     assert discovery_start_us([]) is None
 
 
-def test_discovery_restarts_at_the_oldest_saved_position_of_a_tablet_stream() -> None:
+def test_discovery_restarts_just_before_the_oldest_saved_position_of_a_tablet_stream() -> None:
     opened_long_ago = GroupId.tablet("ks", "t", 1_600_000_000_000, STREAM)
-    assert discovery_start_us([(opened_long_ago, Position.at(1_700_000_000_000_123))]) == 1_700_000_000_000_123
+    finished_at_a_split = Position.at(1_700_000_000_000_000)
+    # The stream set in effect before the split, where its unsaved siblings are found.
+    assert discovery_start_us([(opened_long_ago, finished_at_a_split)]) == 1_699_999_999_999_999
