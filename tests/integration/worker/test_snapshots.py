@@ -186,12 +186,15 @@ def test_when_needed_closes_a_gap_past_the_log_ttl_with_a_snapshot(
     emulator: Emulator, keyspace: str, tmp_path: Path, stack: Endpoints,
     workers: Callable[..., WorkerProcess], bridge_name: str,
 ) -> None:
-    """Positions saved, then the changes made while no worker ran expire from the log (TTL 4 s):
+    """Positions saved, then the changes made while no worker ran expire from the log (TTL 6 s):
     `when_needed` snapshots the groups instead of failing them, and the rows reach Kafka."""
     emulator.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, item text) WITH cdc = "
-                     "{'enabled': true, 'ttl': 4}")
+                     "{'enabled': true, 'ttl': 6}")
     props = worker_properties(stack, bridge_name, [f"{keyspace}.orders"], heartbeat__interval__ms=200)
     streaming = workers(write_properties(tmp_path / "stream.properties", props), "no-data")
+    # The streamed row must be read before it expires: written only once the groups run (a
+    # worker that took 3 s to start under load let it expire unread).
+    wait_for(lambda: snapshot_events(streaming, "group started") > 0, 60, "the worker to stream")
     emulator.execute(f"INSERT INTO {keyspace}.orders (id, item) VALUES (1, 'streamed')")
     topic = f"{bridge_name}.{keyspace}.orders"
     assert len(read_topic(stack.kafka_bootstrap, topic, expected=1, settle_s=2)) == 1
@@ -199,7 +202,7 @@ def test_when_needed_closes_a_gap_past_the_log_ttl_with_a_snapshot(
     assert streaming.stop() == 0
     for number in range(2, 12):  # written while no worker runs; gone from the log before one does
         emulator.execute(f"INSERT INTO {keyspace}.orders (id, item) VALUES ({number}, 'missed')")
-    time.sleep(4 + 3)
+    time.sleep(6 + 3)
 
     closing = workers(write_properties(tmp_path / "needed.properties", {**props, "snapshot.mode": "when_needed"}),
                       "when-needed")
