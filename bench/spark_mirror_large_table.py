@@ -17,6 +17,11 @@ them). Steps, each with the documented `cdc-bridge spark mirror` command:
    with their partition key shifted (an integer by a multiple of its range, text with a suffix:
    new partitions, real value columns and bookkeeping), in files of about 1M rows;
 4. the same micro-batches into it.
+`--cluster`: both tables clustered by their key columns first (`ALTER TABLE ... CLUSTER BY`, then
+`OPTIMIZE`, timed), as docs/spark.md ("Table layout") shows a user; `--modes compact_each`: only
+the compacting micro-batches. The compacting mode runs first: its compactions' idempotent-write
+marker (the last batch id folded) would otherwise follow the appending mode's pending changes,
+whose batch ids are higher than its own, and its later MERGEs would commit nothing.
 Prints one JSON object with both medians and their ratio.
 """
 
@@ -100,6 +105,24 @@ def grow(small: Path, large: Path, rows: int) -> dict[str, Any]:
         spark.stop()
 
 
+def cluster(table: Path) -> dict[str, Any]:
+    """Cluster the table by its key columns (liquid clustering, then OPTIMIZE): seconds and files."""
+    from bridge.spark.session import build_session
+
+    spark = build_session("local[2]", app_name="cdc-bridge-bench-cluster")
+    try:
+        frame = spark.read.format("delta").load(str(table))
+        keys = [f.name for f in frame.schema.fields if (f.metadata or {}).get("cdc.role") == "key"]
+        began = time.monotonic()
+        spark.sql(f"ALTER TABLE delta.`{table}` CLUSTER BY ({', '.join(f'`{k}`' for k in keys)})")
+        row = spark.sql(f"OPTIMIZE delta.`{table}`").first()
+        metrics = row["metrics"] if row is not None else {}
+        return {"cluster_s": round(time.monotonic() - began, 1), "files_removed": metrics.get("numFilesRemoved"),
+                "files_added": metrics.get("numFilesAdded"), "load_average": os.getloadavg()}
+    finally:
+        spark.stop()
+
+
 def changes_before(endpoints: Any, topic: str, offset: int, count: int) -> list[Any]:
     """`count` records with a value, read from `offset` on: changes older than the small mirror's
     (it holds the records after them), each touching a row of the table or a new one."""
@@ -152,12 +175,14 @@ def one_record_batches(endpoints: Any, documented: list[str], topic: str, work: 
 
 
 def batches_into(endpoints: Any, config: Path, root: Path, wide_topic: str, folder: Path, label: str,
-                 changes: list[Any]) -> dict[str, Any]:
-    """1-record micro-batches into the mirror at `root`: with the defaults and compacting each."""
+                 changes: list[Any], modes: list[str]) -> dict[str, Any]:
+    """1-record micro-batches into the mirror at `root`: compacting each, then with the defaults."""
     found: dict[str, Any] = {}
     half = len(changes) // 2  # other changes for the second mode: those of the first are applied
-    for mode, extra, sent in (("append", [], changes[:half]),
-                              ("compact_each", ["--compact-every-batches", "1"], changes[half:])):
+    for mode, extra, sent in (("compact_each", ["--compact-every-batches", "1"], changes[half:]),
+                              ("append", [], changes[:half])):
+        if mode not in modes:
+            continue
         work = folder / f"{label}-{mode}"
         work.mkdir()
         documented = ["--config", str(config), "--topics", wide_topic, "--checkpoint", str(work / "checkpoint"),
@@ -174,6 +199,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--tail", type=int, default=20_000, help="records of the wide topic in the small mirror")
     parser.add_argument("--batches", type=int, default=6, help="1-record micro-batches per mirror and mode")
+    parser.add_argument("--cluster", action="store_true", help="cluster both tables by their keys first")
+    parser.add_argument("--modes", default="compact_each,append", help="compact_each and/or append")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
     CLI[-1] = "mirror"
@@ -188,12 +215,17 @@ def main() -> int:
     result["large_mirror"] = grow(small_table, large_root / run.keyspace / "wide", args.rows)
     changes = changes_before(endpoints, wide_topic, max(0, result["small_mirror"]["wide_from"] - 4 * args.batches),
                              2 * args.batches)
-    result["into_small"] = batches_into(endpoints, run.config, folder / "small", wide_topic, folder, "small", changes)
-    result["into_large"] = batches_into(endpoints, run.config, large_root, wide_topic, folder, "large", changes)
-    for mode in ("append", "compact_each"):
+    modes = args.modes.split(",")
+    if args.cluster:
+        result["clustered"] = {"small": cluster(small_table), "large": cluster(large_root / run.keyspace / "wide")}
+    result["into_small"] = batches_into(endpoints, run.config, folder / "small", wide_topic, folder, "small",
+                                        changes, modes)
+    result["into_large"] = batches_into(endpoints, run.config, large_root, wide_topic, folder, "large", changes, modes)
+    for mode in modes:
         small, large = (result[f"into_{side}"][mode]["median_s"] for side in ("small", "large"))
         result[f"{mode}_ratio_large_to_small"] = round(large / small, 2) if small and large else None
-    result["spark_mirror_large_table_batch_s"] = result["into_large"]["append"]["median_s"]
+    if "append" in modes:
+        result["spark_mirror_large_table_batch_s"] = result["into_large"]["append"]["median_s"]
     result["load_average_end"] = os.getloadavg()
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print(json.dumps(result), file=report, flush=True)

@@ -30,6 +30,7 @@ from bridge.spark.fold import HIDDEN
 from bridge.spark.mirror_changelog import ChangeLog
 from bridge.spark.mirror_fold import ACTION, fold_rows, stored_event
 from bridge.spark.mirror_frames import MirrorColumns, from_connect, same_key
+from bridge.spark.mirror_keys import Bound, any_of, key_bounds
 from bridge.spark.mirror_tombstones import TombstoneStore
 
 # Pending changes of a table up to which their keys are broadcast to the stored-row lookup (a few
@@ -39,12 +40,15 @@ BROADCAST_KEYS = 200_000
 
 def merge_source(spark: SparkSession, stored: DataFrame, store: TombstoneStore, events: DataFrame | None,
                  dropped: list[dict[str, Any]], columns: MirrorColumns, partition_keys: list[str],
-                 small: bool) -> DataFrame | None:
+                 small: bool, scope: Column | None = None) -> DataFrame | None:
     """The folded rows of the keys that change: key columns, values, bookkeeping and `_cdc_action`
     ('upsert' | 'delete'); None when nothing is touched. `small`: the changes' keys are broadcast
     (Spark cannot size the not-yet-cached events and would pick a sort-merge join of the whole
-    mirror: a cost that grows with the table)."""
+    mirror: a cost that grows with the table). `scope`: a filter on the stored rows that holds
+    every touched key (`touched_bounds`), so that Delta skips the files outside it."""
     names = columns.key_names
+    if scope is not None:
+        stored = stored.where(scope)
     keyed = [F.col(f"`{n}`") for n in names]
     touched: list[DataFrame] = []
     event_keys = events.select(*keyed) if events is not None else None
@@ -89,10 +93,13 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
     partition_keys = store.partition_keys(spark, pending.dropped)
     events = pending.events.persist() if pending.events is not None else None
     try:
-        small = events is not None and events.count() <= BROADCAST_KEYS
+        count = events.count() if events is not None else 0
+        bounds = touched_bounds(spark, events, count, pending.dropped, columns, partition_keys)
         target = DeltaTable.forPath(spark, path)
-        source = merge_source(spark, target.toDF(), store, events, pending.dropped, columns, partition_keys, small)
-        changed = merge(spark, target, source, columns, app_id, pending.last) if source is not None else 0
+        source = merge_source(spark, target.toDF(), store, events, pending.dropped, columns, partition_keys,
+                              events is not None and count <= BROADCAST_KEYS, any_of(bounds))
+        changed = (merge(spark, target, source, columns, app_id, pending.last, any_of(bounds, "t."))
+                   if source is not None else 0)
     finally:
         if events is not None:
             events.unpersist()
@@ -100,17 +107,32 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
     return changed
 
 
+def touched_bounds(spark: SparkSession, events: DataFrame | None, count: int, dropped: list[dict[str, Any]],
+                   columns: MirrorColumns, partition_keys: list[str]) -> list[list[Bound]]:
+    """The bounds (`mirror_keys`) of the keys a compaction touches: those of the pending changes
+    (`count` of them), and the partitions of the pending range / partition deletes."""
+    found = []
+    if events is not None:
+        found.append(key_bounds(events.select(*[F.col(f"`{n}`") for n in columns.key_names]), count))
+    if dropped and partition_keys:
+        found.append(key_bounds(partitions(spark, columns, partition_keys, dropped), len(dropped)))
+    return found
+
+
 def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns, app_id: str,
-          version: int) -> int:
+          version: int, scope: Column | None = None) -> int:
     """One MERGE on the key columns (null-safe: a static row's clustering columns are null);
     returns the rows it updated, inserted or deleted. Delta materializes the source once, so the
-    fold runs once although the MERGE reads its source twice."""
+    fold runs once although the MERGE reads its source twice. `scope`: a filter on the target
+    (`t.`) that every source key meets, with which Delta skips files in its search of the rows to
+    rewrite."""
     names = [c.name for c in columns.columns] + list(HIDDEN)
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
-    return merge_actions(spark, target, source, condition, {f"`{n}`": f"s.`{n}`" for n in names}, app_id, version)
+    on = condition if scope is None else F.expr(condition) & scope
+    return merge_actions(spark, target, source, on, {f"`{n}`": f"s.`{n}`" for n in names}, app_id, version)
 
 
-def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition: str,
+def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition: str | Column,
                   assignments: Mapping[str, str | Column], app_id: str, version: int) -> int:
     """MERGE `source` (`s`, with `_cdc_action` 'upsert' | 'delete') into `target` (`t`) on
     `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`): a version
