@@ -116,7 +116,7 @@ def cluster(table: Path) -> dict[str, Any]:
         began = time.monotonic()
         spark.sql(f"ALTER TABLE delta.`{table}` CLUSTER BY ({', '.join(f'`{k}`' for k in keys)})")
         row = spark.sql(f"OPTIMIZE delta.`{table}`").first()
-        metrics = row["metrics"] if row is not None else {}
+        metrics = row["metrics"].asDict() if row is not None else {}
         return {"cluster_s": round(time.monotonic() - began, 1), "files_removed": metrics.get("numFilesRemoved"),
                 "files_added": metrics.get("numFilesAdded"), "load_average": os.getloadavg()}
     finally:
