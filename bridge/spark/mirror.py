@@ -210,7 +210,7 @@ class MirrorWriter:
                 from delta.tables import DeltaTable
 
                 columns = self._columns[path] = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
-            changed = compact_table(spark, path, columns, self._changes(table), self._store(table), self._app_id(table))
+            changed = compact_table(spark, path, columns, self._changes(table), self._store(table))
             total += changed
             log.info("mirror compacted", keyspace=table[0], table=table[1], rows_changed=changed,
                      seconds=round(time.monotonic() - started, 2))

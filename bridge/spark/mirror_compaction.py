@@ -5,14 +5,16 @@ view (`mirror_view`) reads.
 The fold's input per key: the stored row (if any), the pending changes, and the stored range /
 partition deletes covering the key (`mirror_tombstones`); the stored rows of the partitions of
 pending range / partition deletes are read back too. One MERGE on the key columns writes the
-upserts and deletes, with Delta's idempotent-write marker (`txnAppId` = the job's name and the
-table, `txnVersion` = the last micro-batch folded).
+upserts and deletes.
 
-A compaction interrupted between the MERGE and the changelog's removal is safe to repeat: the
-MERGE again with the same version commits nothing; folded at a later compaction (another version),
-every change it already applied is at or before its row's stored position and is skipped, and a
-row it deleted comes back from no stored row to the same end (what followed the last row delete
-is in the changelog again, what preceded it is shadowed by that delete again).
+A compaction interrupted between the MERGE and the changelog's removal is safe to repeat: folded
+again, every change it already applied is at or before its row's stored position and is skipped,
+and a row it deleted comes back from no stored row to the same end (what followed the last row
+delete is in the changelog again, what preceded it is shadowed by that delete again). So the
+MERGE carries no idempotent-write marker: with one (`txnVersion` = the last batch id folded) a
+job of another name (a new checkpoint) folding changes another job left pending committed a
+version above its own batch ids, and Delta then skipped its later MERGEs as already written
+while their changes were removed from the changelog.
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list
     return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
 
 
-def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: ChangeLog, store: TombstoneStore,
-            app_id: str) -> int:
+def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: ChangeLog,
+            store: TombstoneStore) -> int:
     """Fold the table's pending changes into it with one MERGE, then empty the changelog; returns
     the rows upserted or deleted."""
     from delta.tables import DeltaTable
@@ -98,7 +100,7 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
         target = DeltaTable.forPath(spark, path)
         source = merge_source(spark, target.toDF(), store, events, pending.dropped, columns, partition_keys,
                               events is not None and count <= BROADCAST_KEYS, any_of(bounds))
-        changed = (merge(spark, target, source, columns, app_id, pending.last, any_of(bounds, "t."))
+        changed = (merge(spark, target, source, columns, any_of(bounds, "t."))
                    if source is not None else 0)
     finally:
         if events is not None:
@@ -119,8 +121,8 @@ def touched_bounds(spark: SparkSession, events: DataFrame | None, count: int, dr
     return found
 
 
-def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns, app_id: str,
-          version: int, scope: Column | None = None) -> int:
+def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorColumns,
+          scope: Column | None = None) -> int:
     """One MERGE on the key columns (null-safe: a static row's clustering columns are null);
     returns the rows it updated, inserted or deleted. Delta materializes the source once, so the
     fold runs once although the MERGE reads its source twice. `scope`: a filter on the target
@@ -129,17 +131,19 @@ def merge(spark: SparkSession, target: Any, source: DataFrame, columns: MirrorCo
     names = [c.name for c in columns.columns] + list(HIDDEN)
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in columns.key_names)
     on = condition if scope is None else F.expr(condition) & scope
-    return merge_actions(spark, target, source, on, {f"`{n}`": f"s.`{n}`" for n in names}, app_id, version)
+    return merge_actions(spark, target, source, on, {f"`{n}`": f"s.`{n}`" for n in names}, None, None)
 
 
 def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition: str | Column,
-                  assignments: Mapping[str, str | Column], app_id: str, version: int) -> int:
+                  assignments: Mapping[str, str | Column], app_id: str | None, version: int | None) -> int:
     """MERGE `source` (`s`, with `_cdc_action` 'upsert' | 'delete') into `target` (`t`) on
-    `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`): a version
-    re-run after a restart commits nothing. Returns the rows updated, inserted or deleted."""
+    `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`) when
+    `app_id` is given: a version re-run after a restart commits nothing. Returns the rows
+    updated, inserted or deleted."""
     conf = spark.conf
-    conf.set("spark.databricks.delta.write.txnAppId", app_id)
-    conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    if app_id is not None:
+        conf.set("spark.databricks.delta.write.txnAppId", app_id)
+        conf.set("spark.databricks.delta.write.txnVersion", str(version))
     try:
         metrics = (target.alias("t").merge(source.alias("s"), condition)
                    .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
