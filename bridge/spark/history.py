@@ -75,6 +75,7 @@ from bridge.spark.mirror_compaction import merge_actions, partitions
 from bridge.spark.mirror_frames import MirrorColumns, same_key
 from bridge.spark.mirror_tombstones import TombstoneStore
 from bridge.spark.progress import count_records
+from bridge.spark.session import query_scoped
 
 log = structlog.get_logger(__name__)
 KEEP_FOREVER = 2**62  # the history's range / partition deletes are never purged
@@ -193,7 +194,7 @@ class HistoryWriter:
         from delta.tables import DeltaTable
 
         stages = _Stages()
-        app_id = f"{self.name}:{table[0]}.{table[1]}"
+        app_id = f"{query_scoped(spark, self.name)}:{table[0]}.{table[1]}"
         changes_path = self.changes_path(*table)
         names = columns.key_names
         keyed = [F.col(f"`{n}`") for n in names]

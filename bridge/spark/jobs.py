@@ -40,6 +40,7 @@ from bridge.spark.kafka_tasks import (
 )
 from bridge.spark.mirror import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES, MirrorQuery, MirrorWriter
 from bridge.spark.record_flattener import Flattener, RecordFlattener
+from bridge.spark.session import query_scoped
 from bridge.spark.smt_options import SmtOptions
 
 log = structlog.get_logger(__name__)
@@ -143,7 +144,7 @@ class FlattenWriter:
         self.source, self.smt, self.name = source, smt, name
         self.topic_rule, self.delta_root, self.schemas_out = topic_rule, delta_root, schemas_out
         self.decoder = avro_decoder(source)
-        self.sink = (KafkaOutput({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, name, commit_topic)
+        self.sink = (KafkaOutput({"bootstrap.servers": source.bootstrap_servers, **source.kafka}, commit_topic)
                      if topic_rule is not None else None)
         self.fault = Fault.from_env()
         # JSON with schemas (the documented default) or Avro into Kafka only: the tasks flatten
@@ -152,6 +153,8 @@ class FlattenWriter:
                                   and delta_root is None and topic_rule is not None)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.sink is not None:
+            self.sink.bind(query_scoped(batch.sparkSession, self.name))
         if self.flattens_in_tasks:
             self._flatten_in_tasks(batch, batch_id)
             return
@@ -267,7 +270,8 @@ class FlattenWriter:
                                 F.col("topic").alias("__kafka_topic"), F.col("partition").alias("__kafka_partition"),
                                 F.col("offset").alias("__kafka_offset"))
             (rows.write.format("delta").mode("append").option("mergeSchema", "true")
-             .option("txnAppId", f"{self.name}:{keyspace}.{table}").option("txnVersion", batch_id)
+             .option("txnAppId", f"{query_scoped(rows.sparkSession, self.name)}:{keyspace}.{table}")
+             .option("txnVersion", batch_id)
              .save(f"{self.delta_root.rstrip('/')}/{keyspace}/{table}"))
 
 

@@ -5,9 +5,10 @@ The records themselves are produced by the tasks (`bridge.spark.kafka_tasks`: on
 per source topic-partition with its own marker); the driver only creates the output topics (as
 many partitions as the source topic, so a key lands where the worker would put it) and, after
 every task of a micro-batch committed, records `{"batch_id": N, "records": n}` under the job's
-name in `--commit-topic`. A restarted job reads that marker first and skips a re-run micro-batch
-that is not newer without starting its tasks (the tasks' own markers would skip it too; this
-spares their transactions, and it is the marker earlier versions wrote in their transaction).
+name and its checkpoint's query id (`session.query_scoped`) in `--commit-topic`. A restarted job
+reads that marker first and skips a re-run micro-batch that is not newer without starting its
+tasks (the tasks' own markers would skip it too; this spares their transactions). Under the name
+alone, a new checkpoint's micro-batches (numbered from 0 again) were skipped unwritten.
 """
 
 from __future__ import annotations
@@ -28,16 +29,24 @@ TIMEOUT_S = 60.0
 
 
 class KafkaOutput:
-    def __init__(self, kafka: Mapping[str, str], name: str, commit_topic: str) -> None:
+    def __init__(self, kafka: Mapping[str, str], commit_topic: str) -> None:
         self.kafka: dict[str, str] = dict(kafka)
-        self.name = name
         self.commit_topic = commit_topic
         self.admin = AdminClient(dict(self.kafka))
         self._known_topics: set[str] = set()
         self.ensure_topic(commit_topic, 1, {"cleanup.policy": "compact"})
         self.producer = Producer({**self.kafka, "enable.idempotence": True})
+        self.marker_key: bytes | None = None
+        self.last_committed = -1
+
+    def bind(self, scoped_name: str) -> None:
+        """Read the last written micro-batch of the query `scoped_name` (`<name>:<query id>`), once."""
+        if self.marker_key is not None:
+            return
+        self.marker_key = scoped_name.encode()
         self.last_committed = self._read_last_committed()
-        log.info("kafka output ready", name=name, commit_topic=commit_topic, last_committed_batch=self.last_committed)
+        log.info("kafka output ready", name=scoped_name, commit_topic=self.commit_topic,
+                 last_committed_batch=self.last_committed)
 
     def _read_last_committed(self) -> int:
         consumer = Consumer({**self.kafka, "group.id": f"cdc-bridge-spark-probe-{uuid.uuid4().hex[:8]}",
@@ -62,7 +71,7 @@ class KafkaOutput:
                 if message.error() is not None:
                     raise KafkaSinkError(f"reading {self.commit_topic}: {message.error()}")
                 value = message.value()
-                if message.key() == self.name.encode() and value is not None:
+                if message.key() == self.marker_key and value is not None:
                     last = int(json.loads(value)["batch_id"])
                 if (message.offset() or 0) + 1 >= high:
                     break
@@ -98,8 +107,9 @@ class KafkaOutput:
 
     def mark(self, batch_id: int, records: int) -> None:
         """Record that every task of `batch_id` committed (after they all did)."""
+        assert self.marker_key is not None, "bind() first"
         errors: list[str] = []
-        self.producer.produce(self.commit_topic, key=self.name.encode(),
+        self.producer.produce(self.commit_topic, key=self.marker_key,
                               value=json.dumps({"batch_id": batch_id, "records": records}).encode(),
                               on_delivery=lambda error, _m: errors.append(str(error)) if error else None)
         self.producer.flush(TIMEOUT_S)

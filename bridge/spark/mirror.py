@@ -39,6 +39,7 @@ from bridge.spark.mirror_compaction import compact as compact_table
 from bridge.spark.mirror_frames import MirrorColumns
 from bridge.spark.mirror_tombstones import TombstoneStore, tombstone_path
 from bridge.spark.progress import count_records
+from bridge.spark.session import query_scoped
 from bridge.spark.shape import ColumnShape
 
 log = structlog.get_logger(__name__)
@@ -178,7 +179,7 @@ class MirrorWriter:
         if known is None or outdated or len(columns.columns) != len(known.columns):
             self._ensure_table(spark, path, columns, known is not None)
         self._columns[path] = columns
-        app_id = self._app_id(table)
+        app_id = f"{query_scoped(spark, self.name)}:{table[0]}.{table[1]}"
         store = self._store(table)
         partition_keys = store.partition_keys(spark, dropped)
         if dropped:
@@ -234,9 +235,6 @@ class MirrorWriter:
                     if table.isDirectory() and not table.getPath().getName().startswith("_"):
                         found.append((str(keyspace.getPath().getName()), str(table.getPath().getName())))
         return sorted(found)
-
-    def _app_id(self, table: tuple[str, str]) -> str:
-        return f"{self.name}:{table[0]}.{table[1]}"
 
     def _store(self, table: tuple[str, str]) -> TombstoneStore:
         path = self.tombstone_path(*table)

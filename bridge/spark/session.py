@@ -111,3 +111,12 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
     return session
+
+
+def query_scoped(spark: Any, name: str) -> str:
+    """`<name>:<query id>`: the identity under which a streaming job marks its micro-batches as
+    written (Delta's `txnAppId`, the Kafka output's driver marker). Called on the query's thread.
+    The query id, which Spark keeps in the checkpoint, tells checkpoints apart: a new checkpoint
+    (deleted, or another path under the same `--name`) numbers its micro-batches from 0 again,
+    and under the name alone they were taken for the earlier checkpoint's and skipped unwritten."""
+    return f"{name}:{spark.sparkContext.getLocalProperty('sql.streaming.queryId')}"
