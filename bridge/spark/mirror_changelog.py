@@ -44,11 +44,10 @@ def conform_event(x: Column, stored: T.DataType, columns: MirrorColumns) -> Colu
 @dataclass
 class Pending:
     """What a changelog holds: the data changes `(key columns..., x)` (None when there are none)
-    and the range / partition deletes as the fold's dicts (their `key` alone), up to batch `last`."""
+    and the range / partition deletes as the fold's dicts (their `key` alone)."""
 
     events: DataFrame | None
     dropped: list[dict[str, Any]]
-    last: int
 
 
 class ChangeLog:
@@ -89,16 +88,14 @@ class ChangeLog:
         if not self.exists(spark):
             return None
         frame = spark.read.format("delta").load(self.path)
-        summary = frame.agg(F.count(F.lit(1)).alias("n"), F.max(BATCH).alias("last")).first()
-        if summary is None or not summary["n"]:
+        if frame.isEmpty():
             return None
-        last = int(summary["last"])
         dropped = [{"key": orjson.loads(r[DROP])} for r in frame.where(F.col(DROP).isNotNull()).select(DROP).collect()]
         x_type = frame.schema["x"].dataType
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
                                                            .alias("x"))
-        return Pending(events, dropped, last)
+        return Pending(events, dropped)
 
     def clear(self, spark: SparkSession) -> None:
         """Remove every pending change (after the compaction that folded them: a metadata-only
