@@ -1,0 +1,208 @@
+"""The history (`HistoryWriter`) on the inputs test_history.py does not run end to end: Avro and
+JSON without schemas, in the legacy format and in the advanced one (full post-images; the key
+from the Kafka key or from the payload key). The records are built by hand (the legacy ones
+translated from log rows by the worker's translator, the advanced ones of
+tests/unit/spark/advanced_envelopes.py), written by the worker's own serializers to a real Kafka
+and read by Spark's Kafka source in the session's Spark, as tests/spark/test_advanced_topics.py
+feeds the mirror.
+
+Advanced Avro's micro-batch is re-run: its keys' versions are then recomputed from the stored
+changes (the path a late change takes) and MERGEd, and nothing changes. One micro-batch per case
+keeps the test lean (CI budget): late changes in several micro-batches are test_history.py's.
+Every case: the versions (key, `__START_AT`, `__END_AT`, `__START_OP`, `__START_OFFSET` and the
+values) equal those the records imply, and `as_of` at two instants gives the versions holding then.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from bridge.envelope import EnvelopeSettings, build_record_serializer
+from bridge.envelope.plan import build_plan
+from bridge.envelope.records import KafkaRecord
+from bridge.envelope.settings import ConverterKind
+from bridge.envelope.translate import translate
+from bridge.kafka.registry import registry_client
+from bridge.scylla.cdc_time import timeuuid_for
+from bridge.scylla.model import ChangeRecord, LogRow, Operation
+from bridge.stack.layout import Endpoints
+from tests.spark.test_advanced_topics import _expected_in_delta, _read
+from tests.unit.envelope.support import STREAM, d, de, make_table
+from tests.unit.spark.advanced_envelopes import VALUE_COLUMNS, AdvancedTable, full_after_history
+
+BASE_US = 1_700_000_000_000_000  # full_after_history's base; the legacy records' too
+Key = tuple[int, int]
+Version = tuple[Key, int, int | None, str, int, dict[str, Any]]  # key, start, end, op, offset, values
+
+
+def _produce(stack: Endpoints, records: list[KafkaRecord], prefix: str, value_format: str) -> None:
+    avro = value_format == "avro"
+    url = stack.schema_registry_url if avro else None
+    kind = ConverterKind.AVRO if avro else ConverterKind.JSON
+    schemas = value_format != "json"
+    settings = EnvelopeSettings(topic_prefix=prefix, key_converter=kind, value_converter=kind,
+                                key_converter_schemas_enable=schemas, value_converter_schemas_enable=schemas,
+                                key_converter_schema_registry_url=url, value_converter_schema_registry_url=url)
+    serializer = build_record_serializer(settings, registry_client)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+    failures: list[Any] = []
+    for record in records:
+        if avro:  # the worker registers a plan's schemas when it builds it; these are built by hand
+            if record.key_schema is not None:
+                serializer.key.prepare(record.topic, record.key_schema)
+            if record.value_schema is not None:
+                serializer.value.prepare(record.topic, record.value_schema)
+        key, value = serializer.serialize(record)
+        producer.produce(record.topic, key=key, value=value, on_delivery=lambda err, _m: err and failures.append(err))
+    assert producer.flush(30) == 0 and not failures, failures
+
+
+def _history(spark: Any, path: str) -> list[Version]:
+    return sorted((((r["pk"], r["ck"]), _micros(r["__START_AT"]), _micros(r["__END_AT"]), r["__START_OP"],
+                    r["__START_OFFSET"], _values(r)) for r in spark.read.format("delta").load(path).collect()),
+                  key=repr)
+
+
+def _values(row: Any) -> dict[str, Any]:
+    data = row.asDict(recursive=True)
+    return {n: v for n, v in data.items() if n not in ("pk", "ck") and not n.startswith("__")}
+
+
+def _micros(value: datetime.datetime | None) -> int | None:
+    if value is None:
+        return None
+    return (value - datetime.datetime(1970, 1, 1)) // datetime.timedelta(microseconds=1)
+
+
+def _check_as_of(spark: Any, path: str, versions: list[Version], instants: tuple[int, ...]) -> None:
+    from bridge.spark.history import as_of
+
+    for at in instants:
+        holding = {v[0]: v[5] for v in versions if v[1] <= at and (v[2] is None or v[2] > at)}
+        rows = {(r["pk"], r["ck"]): _values(r) for r in as_of(spark, path, at).collect()}
+        assert rows == holding, at
+
+
+# --- the advanced format -----------------------------------------------------------------------
+
+def _key_of(record: KafkaRecord) -> Key:
+    key = record.key if record.key is not None else record.value["key"]
+    return key["pk"], key["ck"]
+
+
+def implied_versions(records: list[KafkaRecord], schemaless: bool) -> list[Version]:
+    """Full post-images: each `c` / `u` / `r` starts a version holding its image (ending the key's
+    open one), a `d` ends the open one. Offsets count the tombstones, as Kafka does."""
+    open_: dict[Key, tuple[int, str, int, dict[str, Any]]] = {}
+    versions: list[Version] = []
+    for offset, record in enumerate(records):
+        if record.value is None:
+            continue
+        key, ts = _key_of(record), record.value["source"]["ts_us"]
+        if key in open_:
+            start, op, start_offset, values = open_.pop(key)
+            versions.append((key, start, ts, op, start_offset, values))
+        if record.value["op"] != "d":
+            image = {n: record.value["after"][n] for n in VALUE_COLUMNS}
+            values = _expected_in_delta(image)
+            if schemaless:  # types inferred: dates stay days
+                values["d"] = image["d"]
+            open_[key] = (ts, record.value["op"], offset, values)
+    versions += [(key, start, None, op, offset, values) for key, (start, op, offset, values) in open_.items()]
+    return sorted(versions, key=repr)
+
+
+@pytest.mark.parametrize(("value_format", "placement"), [
+    ("avro", "kafka-key,payload-after,payload-before"),
+    ("json", "payload-key"),
+])
+def test_history_of_advanced_records(spark: Any, stack: Endpoints, tmp_path: Path, value_format: str,
+                                     placement: str) -> None:
+    """Full post-images in Avro (key from the Kafka key, micro-batch re-run) and in JSON without
+    schemas (key from the payload key): one version per image, ended by the next or the delete."""
+    from bridge.spark.cdc_format import CdcFormat
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.history import HistoryWriter
+    from bridge.spark.jobs import SourceOptions, avro_decoder
+
+    table = AdvancedTable(f"advh{uuid.uuid4().hex[:8]}", "ks", "t", frozenset(placement.split(",")))
+    records = full_after_history(table)
+    _produce(stack, records, table.prefix, value_format)
+    cdc = CdcFormat().overridden({"cdc.output.format": "advanced", "cdc.include.after": "full",
+                                  "cdc.include.primary-key.placement": placement})
+    source = SourceOptions(stack.kafka_bootstrap, (table.topic,), value_format=ValueFormat(value_format),
+                           registry_url=stack.schema_registry_url, cdc=cdc)
+    writer = HistoryWriter(str(tmp_path), "advh", source.value_format, avro_decoder(source), cdc,
+                           source.registry_url)
+    batch = _read(spark, stack, table.topic)
+    path = str(tmp_path / table.keyspace / table.table)
+    expected = implied_versions(records, schemaless=value_format == "json")
+    writer(batch, 0)
+    if value_format == "avro":
+        # A re-run micro-batch changes nothing: every key is known then and not later than its
+        # stored changes, so its versions are recomputed from the stored changes (the path of a
+        # late change) and MERGEd; any difference from the appended ones would show below.
+        writer(batch, 0)
+    assert _history(spark, path) == expected
+    _check_as_of(spark, path, expected, (BASE_US + 3, BASE_US + 6))
+
+
+# --- the legacy format -------------------------------------------------------------------------
+
+LEGACY_TABLE = (("pk", "int"),), (("ck", "int"),), (("v", "int"), ("t", "text"), ("s", "set<int>"))
+
+
+def legacy_records(prefix: str) -> list[KafkaRecord]:
+    """Translated from log rows by the worker's translator: an INSERT, partial updates (a cell, a
+    set's elements added then one removed, a cell nulled), and a row created and deleted (the
+    delete and its tombstone)."""
+    partition, clustering, regular = LEGACY_TABLE
+    table = make_table(partition, clustering, regular)
+    plan = build_plan(table, EnvelopeSettings(prefix))
+    changes = [(1, Operation.INSERT, {"pk": 1, "ck": 1, "v": 1, "t": "a"}),
+               (2, Operation.UPDATE, {"pk": 1, "ck": 1, "t": "b"}),
+               (3, Operation.UPDATE, {"pk": 1, "ck": 1, "s": frozenset({3, 5})}),
+               (4, Operation.UPDATE, {"pk": 1, "ck": 1, d("v"): True}),
+               (5, Operation.INSERT, {"pk": 2, "ck": 1, "v": 2}),
+               (6, Operation.ROW_DELETE, {"pk": 2, "ck": 1}),
+               (7, Operation.UPDATE, {"pk": 1, "ck": 1, de("s"): frozenset({3})})]
+    records: list[KafkaRecord] = []
+    for ts, op, values in changes:
+        log_row = LogRow(STREAM, timeuuid_for(BASE_US + ts), 0, op, None, True, values)
+        records += translate(plan, ChangeRecord(table.keyspace, table.name, (log_row,)), BASE_US + 100).records
+    return records
+
+
+LEGACY_VERSIONS: list[Version] = sorted([
+    ((1, 1), BASE_US + 1, BASE_US + 2, "c", 0, {"v": 1, "t": "a", "s": None}),
+    ((1, 1), BASE_US + 2, BASE_US + 3, "u", 1, {"v": 1, "t": "b", "s": None}),
+    ((1, 1), BASE_US + 3, BASE_US + 4, "u", 2, {"v": 1, "t": "b", "s": [3, 5]}),
+    ((1, 1), BASE_US + 4, BASE_US + 7, "u", 3, {"v": None, "t": "b", "s": [3, 5]}),
+    ((1, 1), BASE_US + 7, None, "u", 7, {"v": None, "t": "b", "s": [5]}),
+    ((2, 1), BASE_US + 5, BASE_US + 6, "c", 4, {"v": 2, "t": None, "s": None}),  # deleted at 6 (offsets 5, 6)
+], key=repr)
+
+
+@pytest.mark.parametrize("value_format", ["avro", "json"])
+def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path, value_format: str) -> None:
+    """Legacy cells in Avro and in JSON without schemas: partial updates keep the other cells,
+    element changes edit the set, a nulled cell and a delete end versions."""
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.history import HistoryWriter
+    from bridge.spark.jobs import SourceOptions, avro_decoder
+
+    prefix = f"legh{uuid.uuid4().hex[:8]}"
+    _produce(stack, legacy_records(prefix), prefix, value_format)
+    source = SourceOptions(stack.kafka_bootstrap, (f"{prefix}.ks.t",), value_format=ValueFormat(value_format),
+                           registry_url=stack.schema_registry_url)
+    writer = HistoryWriter(str(tmp_path), "legh", source.value_format, avro_decoder(source))
+    writer(_read(spark, stack, f"{prefix}.ks.t"), 0)
+    path = str(tmp_path / "ks" / "t")
+    assert _history(spark, path) == LEGACY_VERSIONS
+    _check_as_of(spark, path, LEGACY_VERSIONS, (BASE_US + 3, BASE_US + 6))
