@@ -9,7 +9,8 @@ and with schemas and as Avro through the registry, with `cdc.include.after=full`
   and `after` null) is dropped as ExtractNewRecordState drops a truncate; its Kafka tombstone
   passes only with `rewrite-with-tombstone`.
 - mirror (`MirrorWriter` on the topic's records in two micro-batches): the Delta table equals the
-  table the history leaves, whether the key comes from the Kafka key or from the payload key.
+  table the history leaves, whether the key comes from the Kafka key or from the payload key;
+  and micro-batches numbered from 0 again by a new checkpoint are written, not skipped.
 """
 
 from __future__ import annotations
@@ -191,3 +192,34 @@ def test_mirror_with_full_post_images_equals_the_table(spark: Any, stack: Endpoi
     roles = {f.name: f.metadata.get("cdc.role") for f in schema.fields if f.metadata}
     keys = [n for n, role in roles.items() if role == "key"]
     assert keys == (sorted(KEY_COLUMNS) if value_format == "json" else list(KEY_COLUMNS))  # schemaless: by name
+
+
+def test_a_new_checkpoints_micro_batches_from_0_again_are_written(spark: Any, stack: Endpoints,
+                                                                  tmp_path: Path) -> None:
+    """A new checkpoint (the old one deleted, or another path under the same --name) is a new
+    streaming query: Spark keeps the query's id in the checkpoint and sets it on the thread that
+    runs foreachBatch, and numbers the micro-batches from 0 again. They must be written, not taken
+    for the earlier checkpoint's (Delta's idempotent writes once keyed them by the name alone)."""
+    from bridge.spark.cdc_format import CdcFormat
+    from bridge.spark.decode import ValueFormat
+    from bridge.spark.mirror import MirrorWriter
+
+    table = AdvancedTable(f"advq{uuid.uuid4().hex[:8]}", "ks", "t", frozenset({"kafka-key", "payload-after"}))
+    _produce(stack, table, "json-schemas")
+    root = tmp_path / "mirror"
+    cdc = CdcFormat().overridden(
+        {"cdc.output.format": "advanced", "cdc.include.after": "full",
+         "cdc.include.primary-key.placement": "kafka-key,payload-after"})
+    writer = MirrorWriter(str(root), "same-name", ValueFormat.JSON_SCHEMAS, None, cdc, None)
+    batch = _read(spark, stack, table.topic)
+    context = spark.sparkContext
+    try:
+        context.setLocalProperty("sql.streaming.queryId", "first-checkpoint")
+        writer(batch.where("offset < 2"), 0)
+        writer(batch.where("offset >= 2 AND offset < 4"), 1)
+        context.setLocalProperty("sql.streaming.queryId", "new-checkpoint")
+        writer(batch.where("offset >= 4"), 0)
+    finally:
+        context.setLocalProperty("sql.streaming.queryId", None)
+    writer.compact(spark)
+    assert _mirror_rows(spark, root, table) == {key: _expected_in_delta(s) for key, s in FULL_AFTER_STATE.items()}
