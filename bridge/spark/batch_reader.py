@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import SID, Group, ValueFormat, counted, decode, json_groups
 from bridge.spark.errors import BadEnvelopeError
+from bridge.spark.kafka_ranges import KafkaRanges
 from bridge.spark.mirror_advanced import AdvancedEvents, GroupKey
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, change_events
 from bridge.spark.shape import ColumnShape
@@ -28,8 +29,9 @@ class BatchReader:
     """Reads the micro-batches of one job (the advanced format's group keys are kept per batch)."""
 
     def __init__(self, value_format: ValueFormat, avro_decoder: Callable[[DataFrame], Iterator[Group]] | None,
-                 cdc: CdcFormat, registry_url: str | None) -> None:
+                 cdc: CdcFormat, registry_url: str | None, reread: KafkaRanges | None = None) -> None:
         self.value_format, self.avro_decoder, self.cdc = value_format, avro_decoder, cdc
+        self.reread = reread  # JSON with schemas not persisted: a group reads its topic's offsets alone
         self._advanced = AdvancedEvents(cdc, value_format, registry_url) if cdc.advanced else None
         self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
         self.records: int | None = None  # of the last micro-batch, when its groups were counted
@@ -40,7 +42,7 @@ class BatchReader:
         micro-batch itself, not persisted (`decode.json_groups`: the groups then count their records)."""
         self._keys.clear()
         if self.value_format is ValueFormat.JSON_SCHEMAS and SID not in batch.columns:
-            groups = json_groups(batch, advanced=self.cdc.advanced)
+            groups = json_groups(batch, advanced=self.cdc.advanced, reread=self.reread)
         else:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
         self.records = counted(groups)

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bridge.spark.errors import BadEnvelopeError
+from bridge.spark.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.shape import (
     TableShape,
     connect_to_spark,
@@ -168,18 +169,17 @@ def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
         if row[SID] == "tombstone":
             groups.append(Group(row["topic"], "tombstone", members.select(*_meta(), F.lit(None).alias("env"))))
             continue
-        schema = _connect_schema(row)
+        schema = _connect_schema(row["topic"], row["first"], row["prefix"])
         start = F.col(START)
         payload = text if payload_only else F.substring(text, start, F.length(text) - start)  # without the "}"
         groups.append(connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced))
     return groups
 
 
-def _connect_schema(row: Any) -> dict[str, Any]:
+def _connect_schema(topic: str, first: Any, prefix: str | None) -> dict[str, Any]:
     """The Connect schema of a group found by its first record's text before `,"payload":`."""
-    first = row["first"]
-    where = f"topic {row['topic']} partition {first['partition']} offset {first['offset']}"
-    head = row["prefix"] or ""
+    where = f"topic {topic} partition {first['partition']} offset {first['offset']}"
+    head = prefix or ""
     if not head.startswith('{"schema":'):
         raise BadEnvelopeError(f"{where}: not JSON with a schema (is value.converter.schemas.enable=false? "
                                "then use --format json)")
@@ -192,38 +192,73 @@ def _connect_schema(row: Any) -> dict[str, Any]:
     return schema
 
 
-def json_groups(batch: DataFrame, advanced: bool = False) -> list[Group]:
+def json_groups(batch: DataFrame, advanced: bool = False, reread: KafkaRanges | None = None) -> list[Group]:
     """JSON with schemas, from a Kafka source micro-batch its caller does not persist (the
     mirror's): one job finds the (topic, schema) groups, their first records and sizes (hashing
-    each record's text before `,"payload":`); each group's frame then reads its records again
-    from the source and parses their payloads alone. A topic with one schema in the micro-batch
-    (the usual case) is selected by its name: its records share the schema's text, so each
-    payload starts at the same byte, and neither the hash nor the search for `,"payload":` is
-    repeated. Nothing the size of a schema is cached: persisting the micro-batch cost more than
-    reading it from Kafka again (docs/spark.md, "Mirror over a big backlog")."""
+    each record's text before `,"payload":`) and each topic's offsets per source partition; each
+    group's frame then reads its records again and parses their payloads alone. A topic with one
+    schema in the micro-batch (the usual case) is selected by its name: its records share the
+    schema's text, so each payload starts at the same byte, and neither the hash nor the search
+    for `,"payload":` is repeated. Nothing the size of a schema is cached: persisting the
+    micro-batch cost more than reading it from Kafka again (docs/spark.md, "Mirror over a big
+    backlog"). `reread`: when the micro-batch holds several topics, a group reads its topic's
+    offsets alone from Kafka (`kafka_ranges`) instead of the whole micro-batch filtered by topic."""
     batch = batch.select(*_meta())
     prefix = F.substring_index(F.col("value").cast("string"), _PAYLOAD, 1)
     sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(
         F.concat_ws(":", F.length(prefix), F.xxhash64(prefix)))
-    found = batch.groupBy("topic", sid.alias(SID)).agg(
-        F.first(prefix).alias("prefix"), F.min(F.struct("partition", "offset")).alias("first"),
-        F.count(F.lit(1)).alias("records")).collect()
-    schemas = Counter(row["topic"] for row in found if row[SID] != "tombstone")
-    groups = []
+    # Per source partition too (a few rows each), for the offsets a re-read of the topic needs.
+    # The schema text is a grouping key (it sets the group id), not `first(...)`: an aggregate
+    # holding a string makes Spark sort every record of the micro-batch, whole, before grouping
+    # (SortAggregate), where grouping keys are hashed (HashAggregate). The text is cut out once.
+    texts = batch.select("topic", "partition", "offset", prefix.alias("prefix"), F.col("value").isNull().alias("n"))
+    text_sid = F.when(F.col("n"), F.lit("tombstone")).otherwise(
+        F.concat_ws(":", F.length("prefix"), F.xxhash64("prefix")))
+    found = texts.groupBy("topic", "partition", text_sid.alias(SID), "prefix").agg(
+        F.min("offset").alias("low"), F.max("offset").alias("high"), F.count(F.lit(1)).alias("records")).collect()
+    merged: dict[tuple[str, str], _Found] = {}
+    ranges: dict[str, Ranges] = {}
     for row in found:
-        members = batch.where(F.col("topic") == row["topic"])
-        if row[SID] == "tombstone":
-            groups.append(Group(row["topic"], "tombstone", members.where(F.col("value").isNull())
-                                .select(*_meta(), F.lit(None).alias("env")), records=row["records"]))
+        topic, part = row["topic"], row["partition"]
+        low, high = ranges.setdefault(topic, {}).get(part, (row["low"], row["high"] + 1))
+        ranges[topic][part] = (min(low, row["low"]), max(high, row["high"] + 1))
+        first = {"partition": part, "offset": row["low"]}
+        known = merged.get((topic, row[SID]))
+        if known is None or (part, row["low"]) < (known.first["partition"], known.first["offset"]):
+            records = row["records"] + (known.records if known else 0)
+            merged[(topic, row[SID])] = _Found(topic, row[SID], row["prefix"], first, records)
+        else:
+            known.records += row["records"]
+    schemas = Counter(topic for topic, group_sid in merged if group_sid != "tombstone")
+    groups = []
+    for (topic, _), group in sorted(merged.items()):
+        if reread is not None and len(ranges) > 1:
+            members = reread.read(batch.sparkSession, topic, ranges[topic]).select(*_meta())
+        else:
+            members = batch.where(F.col("topic") == topic)
+        if group.sid == "tombstone":
+            groups.append(Group(topic, "tombstone", members.where(F.col("value").isNull())
+                                .select(*_meta(), F.lit(None).alias("env")), records=group.records))
             continue
-        schema = _connect_schema(row)
-        members = members.where(F.col("value").isNotNull() if schemas[row["topic"]] == 1 else sid == row[SID])
+        schema = _connect_schema(topic, group.first, group.prefix)
+        members = members.where(F.col("value").isNotNull() if schemas[topic] == 1 else sid == group.sid)
         # bytes of a binary value: the payload from after `,"payload":` to before the closing "}"
-        start = len(row["prefix"].encode()) + len(_PAYLOAD) + 1
+        start = len(group.prefix.encode()) + len(_PAYLOAD) + 1
         payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
-        group = connect_group(row["topic"], members, payload, schema, in_payload=False, advanced=advanced)
-        groups.append(replace(group, records=row["records"]))
+        parsed = connect_group(topic, members, payload, schema, in_payload=False, advanced=advanced)
+        groups.append(replace(parsed, records=group.records))
     return groups
+
+
+@dataclass
+class _Found:
+    """A (topic, schema) group of `json_groups`, its rows per source partition merged."""
+
+    topic: str
+    sid: str
+    prefix: str
+    first: dict[str, int]  # the first record's partition and offset
+    records: int
 
 
 def counted(groups: list[Group]) -> int | None:

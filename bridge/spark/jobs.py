@@ -28,6 +28,7 @@ from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, decode, prepare
 from bridge.spark.errors import SparkJobError
 from bridge.spark.flatten import flatten, output_topic
+from bridge.spark.kafka_ranges import KafkaRanges
 from bridge.spark.kafka_sink import KafkaOutput
 from bridge.spark.kafka_tasks import (
     FLAT_SCHEMA,
@@ -105,17 +106,20 @@ MIRROR_SPLIT = 2
 SOURCE_FETCH = {"max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
 
 
-def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
-    reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", source.bootstrap_servers)
-              .option("kafka.isolation.level", "read_committed")
-              .option("includeHeaders", "true")
-              .option("startingOffsets", source.starting_offsets)
-              .option("failOnDataLoss", "true"))
-    for key, value in {**SOURCE_FETCH, **source.kafka}.items():
-        reader = reader.option(f"kafka.{key}", value)
+def kafka_options(source: SourceOptions) -> dict[str, str]:
+    """The Kafka source's options but the offsets and topics: the stream's, and the mirror's
+    re-reads of a topic's offsets in a micro-batch (`kafka_ranges`)."""
+    options = {"kafka.bootstrap.servers": source.bootstrap_servers, "kafka.isolation.level": "read_committed",
+               "includeHeaders": "true", "failOnDataLoss": "true"}
+    options.update({f"kafka.{key}": value for key, value in {**SOURCE_FETCH, **source.kafka}.items()})
     if source.min_partitions:
-        reader = reader.option("minPartitions", str(source.min_partitions))
+        options["minPartitions"] = str(source.min_partitions)
+    return options
+
+
+def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
+    reader = (spark.readStream.format("kafka").options(**kafka_options(source))
+              .option("startingOffsets", source.starting_offsets))
     if source.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
     if source.topics:
@@ -346,6 +350,7 @@ def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *,
     name = run.job_name("mirror")
     source = folding_source(spark, source)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
-                          source.registry_url, compact_every_batches, compact_every_changes)
+                          source.registry_url, compact_every_batches, compact_every_changes,
+                          KafkaRanges(kafka_options(source)))
     return MirrorQuery(start(spark, read_stream(spark, source), writer, run, name), writer, spark,
                        compact_at_end=run.available_now)

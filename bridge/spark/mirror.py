@@ -34,6 +34,7 @@ from bridge.spark.batch_reader import BatchReader
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, counted, prepare
 from bridge.spark.fold import HIDDEN
+from bridge.spark.kafka_ranges import KafkaRanges
 from bridge.spark.mirror_changelog import ChangeLog, changes_path
 from bridge.spark.mirror_compaction import compact as compact_table
 from bridge.spark.mirror_frames import MirrorColumns
@@ -96,7 +97,7 @@ class MirrorWriter:
     def __init__(self, root: str, name: str, value_format: ValueFormat,
                  avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
                  registry_url: str | None = None, compact_every_batches: int = COMPACT_EVERY_BATCHES,
-                 compact_every_changes: int = COMPACT_EVERY_CHANGES) -> None:
+                 compact_every_changes: int = COMPACT_EVERY_CHANGES, reread: KafkaRanges | None = None) -> None:
         self.root = root.rstrip("/")
         self.compact_every_batches = compact_every_batches
         self.compact_every_changes = compact_every_changes
@@ -109,7 +110,9 @@ class MirrorWriter:
         self._columns: dict[str, MirrorColumns] = {}  # per table path, once the Delta table exists
         self._tombstones: dict[str, TombstoneStore] = {}
         self.cdc = cdc or CdcFormat()
-        self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url)
+        # `reread`: the source's options, so that each table's changes of a micro-batch of JSON with
+        # schemas are read from Kafka by their topic's offsets, not with every topic's records.
+        self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"

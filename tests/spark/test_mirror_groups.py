@@ -4,8 +4,10 @@ mirror's way), against `decode` over the persisted, payload-only frame (the hist
 from __future__ import annotations
 
 import datetime
+from functools import reduce
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bridge.envelope.json_serializer import JsonSerializer
@@ -59,3 +61,44 @@ def test_groups_of_an_unpersisted_batch_are_counted_and_parse_as_the_persisted_o
     after = {(topic, offset): env for kind, topic, offset, env in got if env is not None}
     assert '"t":{"value":"ü☃"}' in after[("P.ks.t", 3)] and '"n":{"value":7}' in after[("P.ks.t", 1)]
     assert '"t":{"value":"ü☃"}' in after[("P.ks.u", 0)]
+
+
+def test_groups_read_again_by_offsets_hold_the_batch_records_alone(spark: Any, kafka_bootstrap: str,
+                                                                   make_topic: Any, topic_name: str) -> None:
+    """The mirror's re-read of a topic's offsets (`kafka_ranges`): a batch of two topics that
+    leaves out a topic's first record gives the same groups and records as filtering the batch."""
+    from confluent_kafka import Producer
+
+    from bridge.spark.kafka_ranges import KafkaRanges
+
+    first = make_table(partition=[("pk", "int")], regular=[("t", "text")])
+    second = make_table(partition=[("pk", "int")], regular=[("t", "text"), ("n", "int")])
+    t, u = make_topic(f"{topic_name}.ks.t", partitions=2), make_topic(f"{topic_name}.ks.u")
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for topic, part, value in [(t, 0, _value(first, pk=1, t="left out")), (t, 0, _value(first, pk=2, t="a")),
+                               (t, 0, None), (t, 0, _value(second, pk=3, t="b", n=7)),
+                               (t, 1, _value(first, pk=4, t="c")), (u, 0, _value(first, pk=5, t="d"))]:
+        producer.produce(topic, key=b"{}", value=value, partition=part)
+    assert producer.flush(30) == 0
+    options = {"kafka.bootstrap.servers": kafka_bootstrap, "kafka.isolation.level": "read_committed",
+               "includeHeaders": "true"}
+    batch = (spark.read.format("kafka").options(**options).option("subscribe", f"{t},{u}")
+             .option("startingOffsets", f'{{"{t}": {{"0": 1, "1": 0}}, "{u}": {{"0": 0}}}}')
+             .option("endingOffsets", "latest").load())
+
+    filtered, reread = json_groups(batch), json_groups(batch, reread=KafkaRanges(options))
+    assert sorted((g.topic, g.kind, g.records) for g in reread) == sorted(
+        (g.topic, g.kind, g.records) for g in filtered) == [
+        (t, "envelope", 1), (t, "envelope", 2), (t, "tombstone", 1), (u, "envelope", 1)]
+    got = _in_one_job(reread)
+    assert got == _in_one_job(filtered)
+    assert {(topic, part, offset) for topic, part, offset, _ in got} == {(t, 0, 1), (t, 0, 2), (t, 0, 3), (t, 1, 0),
+                                                                          (u, 0, 0)}
+
+
+def _in_one_job(groups: list[Group]) -> set[tuple[str, int, int, str | None]]:
+    frames = [g.frame.select("topic", "partition", "offset", (F.to_json("env") if g.kind == "envelope" else
+                                                                F.lit(None).cast("string")).alias("env"))
+              for g in groups]
+    rows = reduce(DataFrame.unionByName, frames).collect()
+    return {(r["topic"], r["partition"], r["offset"], r["env"]) for r in rows}
