@@ -19,6 +19,7 @@ from functools import reduce
 from typing import Any
 
 import orjson
+import structlog
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -26,6 +27,7 @@ from pyspark.sql import types as T
 from bridge.spark.mirror_fold import delete_event
 from bridge.spark.mirror_frames import JSON_OPTIONS, MirrorColumns, from_connect
 
+log = structlog.get_logger(__name__)
 RETENTION_US = 24 * 3600 * 1_000_000
 SCHEMA = "pk_names string, pk_json string, ts long, event string"
 
@@ -85,18 +87,23 @@ class TombstoneStore:
 
     def add(self, spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
             new: list[dict[str, Any]], app_id: str, batch_id: int) -> None:
-        """Store this micro-batch's deletes (once per batch id)."""
-        pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
-        rows = [(orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode(), int(d["ts"]),
-                 orjson.dumps(d).decode()) for d in new]
-        frame = spark.createDataFrame(rows, "pk string, ts long, event string").select(
-            F.lit(",".join(partition_keys)).alias("pk_names"),
-            F.to_json(F.from_json("pk", pk_type), JSON_OPTIONS).alias("pk_json"), "ts", "event")
-        (frame.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
-         .save(self.path))
+        """Store this micro-batch's deletes, each once: those already stored (a micro-batch re-run
+        after a restart: the store was read back with them) are skipped by their text, which
+        holds the delete's offset. Not Delta's idempotent-write marker: checking it rebuilds the
+        table's state (a Spark job per append), and the deletes stored are on the driver already.
+        A Delta append is atomic, so a crash leaves a micro-batch's deletes all stored or none."""
         known = self._load(spark)
-        seen = {event for _, _, event in known}  # a re-run micro-batch's deletes were read back with the store
-        known.extend(row for row in rows if row[2] not in seen)
+        rows = unseen(known, [(orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode(), int(d["ts"]),
+                               orjson.dumps(d).decode()) for d in new])
+        if rows:
+            pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
+            frame = spark.createDataFrame(rows, "pk string, ts long, event string").select(
+                F.lit(",".join(partition_keys)).alias("pk_names"),
+                F.to_json(F.from_json("pk", pk_type), JSON_OPTIONS).alias("pk_json"), "ts", "event")
+            frame.write.format("delta").mode("append").save(self.path)
+            known.extend(rows)
+        log.info("range / partition deletes stored", path=self.path, app_id=app_id, batch_id=batch_id,
+                 stored=len(rows), already_stored=len(new) - len(rows))
         self._purge(spark, max(int(d["ts"]) for d in new) - self.retention_us)
 
     def _purge(self, spark: SparkSession, before_us: int) -> None:
@@ -146,6 +153,17 @@ class TombstoneStore:
         covers = (d["kind"] == "partition_delete") | in_range
         return joined.where(covers).select(*[F.col(f"`{n}`") for n in columns.key_names],
                                            delete_event(columns.values, d["ts"], d["offset"]).alias("x"))
+
+
+def unseen(known: list[tuple[str, int, str]], rows: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """`rows` (pk, ts, event) whose event is neither in `known` nor earlier in `rows`."""
+    seen = {event for _, _, event in known}
+    found = []
+    for row in rows:
+        if row[2] not in seen:
+            seen.add(row[2])
+            found.append(row)
+    return found
 
 
 def _compare(values: list[Column], bound: list[Column]) -> Column:
