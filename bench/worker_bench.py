@@ -232,19 +232,21 @@ def arrived(consumer: Any, most: int, timeout_s: float) -> list[Any]:
     return [first, *consumer.consume(most - 1, timeout=0)]
 
 
-def fill_backlog(emu: Emulator, keyspace: str, changes: int, mix: str) -> dict[str, Any]:
-    """Fill a fresh keyspace (log rows only: readers of the log need no base rows). Returns the
-    tables, the changes and records written and `envelopes`, the Kafka records the bridge must
-    produce for them (tombstones included); kept in the keyspace for runs that reuse it."""
+def fill_backlog(emu: Emulator, keyspace: str, changes: int, mix: str, *, base: bool = False,
+                 partitions: int = 10_000) -> dict[str, Any]:
+    """Fill a fresh keyspace (log rows only unless `base`: readers of the log need no base rows;
+    a check of a mirror against the source does). Returns the tables, the changes and records
+    written and `envelopes`, the Kafka records the bridge must produce for them (tombstones
+    included); kept in the keyspace for runs that reuse it."""
     emu.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
                 "'replication_factor': 1}")
     filled_at_ms = int(time.time() * 1000)
     if mix == "narrow":
-        narrow = bulk_fill(emu, keyspace, "t", changes, partitions=10_000, base=False)
+        narrow = bulk_fill(emu, keyspace, "t", changes, partitions=partitions, base=base)
         fill = {"mix": mix, "tables": [f"{keyspace}.t"], "changes": changes, "records": narrow.records,
                 "log_rows": narrow.rows, "envelopes": changes, "elapsed_s": round(narrow.elapsed_s, 3)}
     else:
-        fill = {"mix": mix, **realistic_fill(emu, keyspace, changes).as_dict()}
+        fill = {"mix": mix, **realistic_fill(emu, keyspace, changes, base=base, partitions=partitions).as_dict()}
     fill["filled_at_ms"] = filled_at_ms
     emu.session.execute(f"CREATE TABLE {keyspace}.backlog_fill (id int PRIMARY KEY, report text)")
     emu.session.execute(f"INSERT INTO {keyspace}.backlog_fill (id, report) VALUES (0, %s)", (json.dumps(fill),))
