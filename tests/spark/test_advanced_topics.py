@@ -38,20 +38,22 @@ from tests.unit.spark.advanced_envelopes import (
 FORMATS = ("json", "json-schemas", "avro")
 
 
-def _produce(stack: Endpoints, table: AdvancedTable, value_format: str) -> None:
+def produce(stack: Endpoints, records: list[Any], prefix: str, value_format: str) -> None:
+    """`records` (KafkaRecords) through the worker's own serializers into Kafka: JSON without or
+    with schemas, or Avro through the registry."""
+    from bridge.envelope import build_record_serializer
+
     avro = value_format == "avro"
     url = stack.schema_registry_url if avro else None
     kind = ConverterKind.AVRO if avro else ConverterKind.JSON
-    settings = EnvelopeSettings(topic_prefix=table.prefix, key_converter=kind, value_converter=kind,
-                                key_converter_schemas_enable=value_format != "json",
-                                value_converter_schemas_enable=value_format != "json",
+    schemas = value_format != "json"
+    settings = EnvelopeSettings(topic_prefix=prefix, key_converter=kind, value_converter=kind,
+                                key_converter_schemas_enable=schemas, value_converter_schemas_enable=schemas,
                                 key_converter_schema_registry_url=url, value_converter_schema_registry_url=url)
-    from bridge.envelope import build_record_serializer
-
     serializer = build_record_serializer(settings, registry_client)
     producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
     failures: list[Any] = []
-    for record in full_after_history(table):
+    for record in records:
         if avro:  # the worker registers a plan's schemas when it builds it; these are built by hand
             if record.key_schema is not None:
                 serializer.key.prepare(record.topic, record.key_schema)
@@ -60,6 +62,10 @@ def _produce(stack: Endpoints, table: AdvancedTable, value_format: str) -> None:
         key, value = serializer.serialize(record)
         producer.produce(record.topic, key=key, value=value, on_delivery=lambda err, _m: err and failures.append(err))
     assert producer.flush(30) == 0 and not failures, failures
+
+
+def _produce(stack: Endpoints, table: AdvancedTable, value_format: str) -> None:
+    produce(stack, full_after_history(table), table.prefix, value_format)
 
 
 def _read(spark: Any, stack: Endpoints, topic: str) -> Any:

@@ -21,46 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 
-from bridge.envelope import EnvelopeSettings, build_record_serializer
+from bridge.envelope import EnvelopeSettings
 from bridge.envelope.plan import build_plan
 from bridge.envelope.records import KafkaRecord
-from bridge.envelope.settings import ConverterKind
 from bridge.envelope.translate import translate
-from bridge.kafka.registry import registry_client
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.stack.layout import Endpoints
-from tests.spark.test_advanced_topics import _expected_in_delta, _read
+from tests.spark.test_advanced_topics import _expected_in_delta, _read, produce
 from tests.unit.envelope.support import STREAM, d, de, make_table
 from tests.unit.spark.advanced_envelopes import VALUE_COLUMNS, AdvancedTable, full_after_history
 
 BASE_US = 1_700_000_000_000_000  # full_after_history's base; the legacy records' too
 Key = tuple[int, int]
 Version = tuple[Key, int, int | None, str, int, dict[str, Any]]  # key, start, end, op, offset, values
-
-
-def _produce(stack: Endpoints, records: list[KafkaRecord], prefix: str, value_format: str) -> None:
-    avro = value_format == "avro"
-    url = stack.schema_registry_url if avro else None
-    kind = ConverterKind.AVRO if avro else ConverterKind.JSON
-    schemas = value_format != "json"
-    settings = EnvelopeSettings(topic_prefix=prefix, key_converter=kind, value_converter=kind,
-                                key_converter_schemas_enable=schemas, value_converter_schemas_enable=schemas,
-                                key_converter_schema_registry_url=url, value_converter_schema_registry_url=url)
-    serializer = build_record_serializer(settings, registry_client)
-    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
-    failures: list[Any] = []
-    for record in records:
-        if avro:  # the worker registers a plan's schemas when it builds it; these are built by hand
-            if record.key_schema is not None:
-                serializer.key.prepare(record.topic, record.key_schema)
-            if record.value_schema is not None:
-                serializer.value.prepare(record.topic, record.value_schema)
-        key, value = serializer.serialize(record)
-        producer.produce(record.topic, key=key, value=value, on_delivery=lambda err, _m: err and failures.append(err))
-    assert producer.flush(30) == 0 and not failures, failures
 
 
 def _history(spark: Any, path: str) -> list[Version]:
@@ -133,7 +108,7 @@ def test_history_of_advanced_records(spark: Any, stack: Endpoints, tmp_path: Pat
 
     table = AdvancedTable(f"advh{uuid.uuid4().hex[:8]}", "ks", "t", frozenset(placement.split(",")))
     records = full_after_history(table)
-    _produce(stack, records, table.prefix, value_format)
+    produce(stack, records, table.prefix, value_format)
     cdc = CdcFormat().overridden({"cdc.output.format": "advanced", "cdc.include.after": "full",
                                   "cdc.include.primary-key.placement": placement})
     source = SourceOptions(stack.kafka_bootstrap, (table.topic,), value_format=ValueFormat(value_format),
@@ -198,7 +173,7 @@ def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path,
     from bridge.spark.jobs import SourceOptions, avro_decoder
 
     prefix = f"legh{uuid.uuid4().hex[:8]}"
-    _produce(stack, legacy_records(prefix), prefix, value_format)
+    produce(stack, legacy_records(prefix), prefix, value_format)
     source = SourceOptions(stack.kafka_bootstrap, (f"{prefix}.ks.t",), value_format=ValueFormat(value_format),
                            registry_url=stack.schema_registry_url)
     writer = HistoryWriter(str(tmp_path), "legh", source.value_format, avro_decoder(source))
