@@ -24,6 +24,7 @@ from functools import reduce
 from typing import Any
 
 import orjson
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -93,7 +94,9 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
     if pending is None:
         return 0
     partition_keys = store.partition_keys(spark, pending.dropped)
-    events = pending.events.persist() if pending.events is not None else None
+    # On disk: the pending changes of a long backlog are hundreds of MB deserialized, and held in
+    # the 1 GB default heap beside the MERGE's work they ran it out of memory (bench/README.md).
+    events = pending.events.persist(StorageLevel.DISK_ONLY) if pending.events is not None else None
     try:
         count = events.count() if events is not None else 0
         bounds = touched_bounds(spark, events, count, pending.dropped, columns, partition_keys)

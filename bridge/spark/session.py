@@ -30,6 +30,14 @@ _SQL_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
+    # The Kafka source keeps each idle consumer and its last fetched records for 5 minutes. With
+    # our 16 MB fetches (jobs.SOURCE_FETCH) and the mirror's re-reads of a micro-batch, that held
+    # about 700 MB of JSON-with-schemas records in the 1 GB heap of a local job, and the mirror's
+    # compactions over the 1M-record backlog ran out of memory (bench/README.md, issue 31).
+    "spark.kafka.consumer.cache.timeout": "10s",
+    "spark.kafka.consumer.cache.evictorThreadRunInterval": "5s",
+    "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
+    "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "5s",
 }
 # Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks. Adaptive query
 # execution off: on micro-batches this small it only adds jobs (each shuffle stage its own) and
