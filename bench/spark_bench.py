@@ -4,7 +4,7 @@ mirror is then compared with the Cassandra tables (the issue's 5,000-operation a
 
     .venv/bin/python bench/spark_bench.py [--operations 5000] [--batch 0]
     .venv/bin/python bench/spark_bench.py --flatten-backlog 1000000 [--keyspace K] [--converter avro]
-    .venv/bin/python bench/spark_bench.py --mirror-backlog 1000000 [--keyspace K | --topics A,B,C]
+    .venv/bin/python bench/spark_bench.py --mirror-backlog 1000000 [--keyspace K | --topics A,B,C] [--converter avro]
         [--max-batches K] [--compare OTHER_DELTA_ROOT] [--mirror-args '...']
 
 Needs the local stack. Prints one JSON object. Session start-up (JVM, packages) is excluded from
@@ -56,7 +56,7 @@ def main() -> int:
                         "(bench/spark_flatten_backlog.py)")
     parser.add_argument("--keyspace", help="with --flatten-backlog: reuse a keyspace filled by an earlier run")
     parser.add_argument("--converter", choices=["json", "avro"], default="json",
-                        help="with --flatten-backlog: JSON with schemas or Avro")
+                        help="with --flatten-backlog / --mirror-backlog: JSON with schemas or Avro")
     parser.add_argument("--flatten-args", default="", help="with --flatten-backlog: flags added to the documented "
                         "command, for tuning experiments (e.g. '--min-partitions 0')")
     parser.add_argument("--mirror-backlog", type=int, metavar="CHANGES", help="instead: the mirror alone, the "
@@ -82,7 +82,8 @@ def main() -> int:
         from spark_mirror_backlog import mirror_backlog
 
         print(json.dumps(mirror_backlog(endpoints, args.mirror_backlog or 0, args.keyspace, args.topics,
-                                        args.mirror_args.split(), args.max_batches, args.compare)),
+                                        args.mirror_args.split(), args.max_batches, args.compare,
+                                        args.converter)),
               file=report, flush=True)
         return 0
     if args.flatten_backlog:

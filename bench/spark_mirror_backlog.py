@@ -3,10 +3,11 @@
 
 A `bridge.sim` realistic backlog of N changes (tables `wide` and `imaged`, 10,000 and 500
 partitions of 20 rows: up to 210,000 keys; inserts, partial updates, element changes, row, range
-and partition deletes) is carried to Kafka by a real worker writing JSON with schemas, with the
-dropped-changes topic on (`--keyspace` reuses a filled keyspace; `--topics A,B,C` reuses the
-topics an earlier run's worker wrote, as its report lists them). Then `cdc-bridge spark mirror --config F --checkpoint D
---delta P --available-now` runs as its own process, with Spark's event log on. Measured:
+and partition deletes) is carried to Kafka by a real worker writing JSON with schemas (or Avro,
+`--converter avro`), with the dropped-changes topic on (`--keyspace` reuses a filled keyspace;
+`--topics A,B,C` reuses the topics an earlier run's worker wrote, as its report lists them).
+Then `cdc-bridge spark mirror --config F --checkpoint D --delta P --available-now` runs as its
+own process, with Spark's event log on. Measured:
 
 - overall rows/s (input records over the query's time up to the end-of-run compaction's end,
   session start excluded and reported apart) and steady rows/s (the micro-batches after the
@@ -50,12 +51,17 @@ from tests.spark.jobs import end_offsets, wait_settled
 TABLES = ("wide", "imaged")
 
 
-def _carry(endpoints: Any, changes: int, keyspace: str | None) -> tuple[str, str, list[str]]:
+def _schemas(converter: str) -> dict[str, str]:
+    """JSON is carried with schemas (the documented default); Avro's are in the registry."""
+    return {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"} \
+        if converter == "json" else {}
+
+
+def _carry(endpoints: Any, changes: int, keyspace: str | None, converter: str = "json") -> tuple[str, str, list[str]]:
     """Fill (or reuse) the keyspace, carry it to Kafka; returns (keyspace, worker name, topics)."""
     dropped = f"mbench-{uuid.uuid4().hex[:8]}.dropped"
-    settings = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true",
-                "dropped.changes.topic": dropped}
-    carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter="json",
+    settings = {**_schemas(converter), "dropped.changes.topic": dropped}
+    carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter=converter,
                                       workers=1, timeout=3600, profile=None, profile_gil=False, settings=settings),
                       endpoints)
     topics = [*carried["topics"], dropped]
@@ -124,27 +130,29 @@ class Backlog:
     inputs: int  # the topics' offsets
 
 
-def backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None, prefix: str) -> Backlog:
+def backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None, prefix: str,
+            converter: str = "json") -> Backlog:
     """An earlier run's topics ("<name>.<keyspace>.wide,<name>.<keyspace>.imaged,<dropped>") or a
-    new backlog of `changes`, and a worker config naming them (JSON with schemas)."""
+    new backlog of `changes`, and a worker config naming them (JSON with schemas, or Avro)."""
     if topics_from:
         topics = topics_from.split(",")
         name, keyspace = topics[0].split(".")[:2]
     else:
-        keyspace, name, topics = _carry(endpoints, changes, keyspace)
+        keyspace, name, topics = _carry(endpoints, changes, keyspace, converter)
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     config = folder / "worker.properties"
-    extra = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}
+    extra = _schemas(converter)
     if topics[-1].endswith(".dropped"):
         extra["dropped.changes.topic"] = topics[-1]
-    config.write_text(properties(endpoints, name, ",".join(f"{keyspace}.{t}" for t in TABLES), "json", 2000,
+    config.write_text(properties(endpoints, name, ",".join(f"{keyspace}.{t}" for t in TABLES), converter, 2000,
                                  extra=extra))
     return Backlog(keyspace, name, topics, folder, config, sum(end_offsets(endpoints.kafka_bootstrap, topics).values()))
 
 
 def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_from: str | None,
-                   extra: list[str], max_batches: int | None, compare_with: str | None) -> dict[str, Any]:
-    run = backlog(endpoints, changes, keyspace, topics_from, "spark-mirror-bench-")
+                   extra: list[str], max_batches: int | None, compare_with: str | None,
+                   converter: str = "json") -> dict[str, Any]:
+    run = backlog(endpoints, changes, keyspace, topics_from, "spark-mirror-bench-", converter)
     keyspace, name, topics = run.keyspace, run.name, run.topics
     folder, config, inputs = run.folder, run.config, run.inputs
     events_dir = folder / "events"
@@ -168,7 +176,8 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
     rows = sum(int(b["rows"]) for b in batches)
     jobs = _jobs_by_batch(events_dir)
     result: dict[str, Any] = {
-        "bench": "spark_mirror_backlog", "keyspace": keyspace, "worker_name": name, "topics": topics,
+        "bench": "spark_mirror_backlog", "converter": converter, "keyspace": keyspace, "worker_name": name,
+        "topics": topics,
         "backlog_changes": changes, "input_offsets_incl_markers": inputs, "input_records": rows,
         "command": "cdc-bridge spark mirror " + " ".join([*documented, *extra]) + " --available-now", **run,
         "micro_batches": len(batches), "delta": str(delta),
