@@ -3,13 +3,13 @@ command with no tuning flag over >= 300,000 JSON-with-schemas records: exact, no
 
 A realistic backlog (bridge/sim/backlog.py: inserts, partial updates, element changes, row,
 range and partition deletes, multi-row writes) is written with its base rows, so that Cassandra
-holds each table's final state, into `--partitions` partitions of up to 20 rows (the default
-spreads 1M changes over about a million distinct rows). A real worker carries it to Kafka (JSON
+holds each table's final state, into `--partitions` partitions of up to 20 rows (the default,
+50,000, gave 194,272 rows for 300,000 changes). A real worker carries it to Kafka (JSON
 with schemas) and `cdc-bridge spark mirror ... --available-now` runs with its defaults, as
 `bench/spark_mirror_backlog.py` runs and measures it. Then every row of both Delta tables is
 compared with Cassandra's, cell for cell.
 
-    .venv/bin/python bench/spark_mirror_exact.py --changes 1000000
+    .venv/bin/python bench/spark_mirror_exact.py --changes 300000
 
 Prints the mirror bench's report with `exact`: per table the rows on each side and the first
 differences.
