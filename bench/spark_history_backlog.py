@@ -1,7 +1,7 @@
 """The history job (SCD type 2) over the mirror bench's backlog, with the documented command and
 its defaults, beside the mirror's figures (`bench/spark_mirror_backlog.py` fills the backlog).
 
-    .venv/bin/python bench/spark_history_backlog.py --topics W,I,D [--max-batches K]
+    .venv/bin/python bench/spark_history_backlog.py --topics W,I,D [--max-batches K] [--converter avro]
     .venv/bin/python bench/spark_history_backlog.py --changes 1000000     # fills a backlog first
 
 `cdc-bridge spark history --config F --checkpoint D --output P --available-now` runs as its own
@@ -32,8 +32,9 @@ from spark_mirror_backlog import backlog
 from bridge.stack.manager import StackManager
 
 
-def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_batches: int | None) -> dict[str, Any]:
-    run = backlog(endpoints, changes, None, topics_from, "spark-history-bench-")
+def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_batches: int | None,
+                    converter: str = "json") -> dict[str, Any]:
+    run = backlog(endpoints, changes, None, topics_from, "spark-history-bench-", converter)
     topics, folder, config, inputs = run.topics, run.folder, run.config, run.inputs
     documented = ["--config", str(config), "--checkpoint", str(folder / "checkpoint"), "--output",
                   str(folder / "history")]
@@ -51,7 +52,8 @@ def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_b
     started = next((e for e in events if e.get("event") == "query started"), None)
     rows = sum(int(b["rows"]) for b in batches)
     result: dict[str, Any] = {
-        "bench": "spark_history_backlog", "topics": topics, "input_offsets_incl_markers": inputs,
+        "bench": "spark_history_backlog", "converter": converter, "topics": topics,
+        "input_offsets_incl_markers": inputs,
         "input_records": rows, "command": "cdc-bridge spark history " + " ".join(documented) + " --available-now",
         **run, "micro_batches": len(batches), "oom": "OutOfMemoryError" in log.read_text(errors="replace"),
         "error_lines": [line for line in log.read_text(errors="replace").splitlines() if line.startswith("error: ")],
@@ -72,9 +74,12 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000_000, help="backlog to fill (without --topics)")
     parser.add_argument("--topics", help="reuse the topics of an earlier mirror bench run (W,I,D)")
     parser.add_argument("--max-batches", type=int, help="stop after this many micro-batches")
+    parser.add_argument("--converter", choices=("json", "avro"), default="json",
+                        help="the backlog's format: JSON with schemas, or Avro through the registry")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
-    print(json.dumps(history_backlog(endpoints, args.changes, args.topics, args.max_batches), indent=1))
+    print(json.dumps(history_backlog(endpoints, args.changes, args.topics, args.max_batches, args.converter),
+                     indent=1))
 
 
 if __name__ == "__main__":

@@ -115,8 +115,8 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "used only by a new checkpoint")
     parser.add_argument("--max-offsets-per-trigger", type=int,
                         help="cap on records per micro-batch, over all topics (default 200,000 for flatten of JSON "
-                        "with schemas into Kafka alone, 100,000 for mirror, else 50,000; 0: no cap, one micro-batch "
-                        "takes everything there is)")
+                        "with schemas into Kafka alone, 100,000 for mirror, 500,000 for history, else 50,000; 0: no "
+                        "cap, one micro-batch takes everything there is)")
     parser.add_argument("--min-partitions", type=int, help="Spark partitions per micro-batch at least: big Kafka "
                         "partitions are read in pieces (Spark's minPartitions; flatten's default: the default "
                         "parallelism, e.g. 2 in local[2], when the topics have fewer partitions than that; mirror's: "

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
 
@@ -70,6 +71,7 @@ from bridge.spark.history_arrow import (
     versions_in_arrow,
     with_timestamps,
 )
+from bridge.spark.kafka_ranges import KafkaRanges
 from bridge.spark.mirror import TABLE_PROPERTIES, columns_from_delta, delta_schema
 from bridge.spark.mirror_compaction import merge_actions, partitions
 from bridge.spark.mirror_frames import MirrorColumns, same_key
@@ -78,6 +80,7 @@ from bridge.spark.progress import count_records
 from bridge.spark.session import query_scoped
 
 log = structlog.get_logger(__name__)
+TABLES_AT_ONCE = 2  # tables of a micro-batch written side by side (`_write_tables`)
 KEEP_FOREVER = 2**62  # the history's range / partition deletes are never purged
 ACTION = "_cdc_action"
 BOOKKEEPING = (T.StructField(START_AT, T.TimestampType()), T.StructField(END_AT, T.TimestampType()),
@@ -111,11 +114,12 @@ class HistoryWriter:
     def __init__(self, root: str, name: str, value_format: ValueFormat,
                  avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
                  registry_url: str | None = None, track_on: tuple[str, ...] = (),
-                 track_except: tuple[str, ...] = ()) -> None:
+                 track_except: tuple[str, ...] = (), reread: KafkaRanges | None = None) -> None:
         self.root = root.rstrip("/")
         self.name = name
         self.value_format = value_format
-        self.reader = BatchReader(value_format, avro_decoder, cdc or CdcFormat(), registry_url)
+        # `reread`: each table's changes of JSON with schemas read their topic's offsets alone (the mirror's)
+        self.reader = BatchReader(value_format, avro_decoder, cdc or CdcFormat(), registry_url, reread)
         self.track_on, self.track_except = track_on, track_except
         self._columns: dict[str, MirrorColumns] = {}  # per table path, once the Delta table exists
         self._tombstones: dict[str, TombstoneStore] = {}
@@ -140,15 +144,28 @@ class HistoryWriter:
             tables, dropped = self.reader.tables(batch)
             if self.reader.records is not None:  # Spark's numInputRows would count every read
                 count_records(self.name, batch_id, self.reader.records)
-            for table in sorted(set(tables) | set(dropped)):
-                table_started = time.monotonic()
-                written = self.apply(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
-                log.info("micro-batch history written", keyspace=table[0], table=table[1], batch_id=batch_id,
-                         version_rows_written=written, seconds=round(time.monotonic() - table_started, 2))
+            self._write_tables(spark, sorted(set(tables) | set(dropped)), tables, dropped, batch_id)
         finally:
             if cached:
                 batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
+
+    def _write_tables(self, spark: SparkSession, order: list[tuple[str, str]], tables: dict[Any, list[Group]],
+                      dropped: dict[Any, list[dict[str, Any]]], batch_id: int) -> None:
+        """Each table's micro-batch, `TABLES_AT_ONCE` at a time: a table's many small Spark jobs and
+        Delta commits leave cores idle that another table's jobs use. Each thread inherits the
+        query thread's local properties (`query_scoped` reads the query id from them)."""
+        def write(table: tuple[str, str]) -> None:
+            started = time.monotonic()
+            written = self.apply(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
+            log.info("micro-batch history written", keyspace=table[0], table=table[1], batch_id=batch_id,
+                     version_rows_written=written, seconds=round(time.monotonic() - started, 2))
+
+        from pyspark import inheritable_thread_target
+
+        with ThreadPoolExecutor(max_workers=min(TABLES_AT_ONCE, len(order) or 1)) as pool:
+            for done in [pool.submit(inheritable_thread_target(write), table) for table in order]:
+                done.result()  # the first failure fails the micro-batch; its re-run rewrites nothing twice
 
     def changes_path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/_cdc_changes/{keyspace}/{table}"

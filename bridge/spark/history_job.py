@@ -3,25 +3,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
 from bridge.spark.errors import SparkJobError
 from bridge.spark.runner import JobRequest, run_job
 
+# The history's default `--max-offsets-per-trigger`: each table's micro-batch costs ~10 s of
+# Spark jobs and Delta commits whatever its size (the known keys' split, the open versions'
+# read, the appends, the MERGE); a bigger micro-batch spreads them over more records
+# (bench/README.md, "Spark history").
+HISTORY_BATCH_CAP = 500_000
+
 
 def start_history(spark: Any, source: Any, run: Any, *, root: str, track_on: tuple[str, ...] = (),
                   track_except: tuple[str, ...] = ()) -> Any:
     from bridge.spark.history import HistoryWriter
-    from bridge.spark.jobs import avro_decoder, folding_source, read_stream, start
+    from bridge.spark.jobs import avro_decoder, folding_source, kafka_options, read_stream, start
+    from bridge.spark.kafka_ranges import KafkaRanges
 
     problem = source.cdc.mirror_problem()  # the history rebuilds rows as the mirror does
     if problem is not None:
         raise SparkJobError(problem.replace("mirror", "history"))
     name = run.job_name("history")
+    if source.max_offsets_per_trigger is None:
+        source = dataclasses.replace(source, max_offsets_per_trigger=HISTORY_BATCH_CAP)
     source = folding_source(spark, source)  # the history reads and decodes as the mirror does
     writer = HistoryWriter(root, name, source.value_format, avro_decoder(source), source.cdc, source.registry_url,
-                           track_on, track_except)
+                           track_on, track_except, KafkaRanges(kafka_options(source)))
     return start(spark, read_stream(spark, source), writer, run, name)
 
 

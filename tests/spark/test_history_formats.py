@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from bridge.envelope import EnvelopeSettings
@@ -133,12 +134,12 @@ def test_history_of_advanced_records(spark: Any, stack: Endpoints, tmp_path: Pat
 LEGACY_TABLE = (("pk", "int"),), (("ck", "int"),), (("v", "int"), ("t", "text"), ("s", "set<int>"))
 
 
-def legacy_records(prefix: str) -> list[KafkaRecord]:
+def legacy_records(prefix: str, name: str = "t") -> list[KafkaRecord]:
     """Translated from log rows by the worker's translator: an INSERT, partial updates (a cell, a
     set's elements added then one removed, a cell nulled), and a row created and deleted (the
     delete and its tombstone)."""
     partition, clustering, regular = LEGACY_TABLE
-    table = make_table(partition, clustering, regular)
+    table = make_table(partition, clustering, regular, name=name)
     plan = build_plan(table, EnvelopeSettings(prefix))
     changes = [(1, Operation.INSERT, {"pk": 1, "ck": 1, "v": 1, "t": "a"}),
                (2, Operation.UPDATE, {"pk": 1, "ck": 1, "t": "b"}),
@@ -167,17 +168,33 @@ LEGACY_VERSIONS: list[Version] = sorted([
 @pytest.mark.parametrize("value_format", ["avro", "json"])
 def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path, value_format: str) -> None:
     """Legacy cells in Avro and in JSON without schemas: partial updates keep the other cells,
-    element changes edit the set, a nulled cell and a delete end versions."""
+    element changes edit the set, a nulled cell and a delete end versions. Two tables in one
+    micro-batch, written side by side (`TABLES_AT_ONCE`), each under the streaming query's id."""
     from bridge.spark.decode import ValueFormat
     from bridge.spark.history import HistoryWriter
     from bridge.spark.jobs import SourceOptions, avro_decoder
 
     prefix = f"legh{uuid.uuid4().hex[:8]}"
-    produce(stack, legacy_records(prefix), prefix, value_format)
-    source = SourceOptions(stack.kafka_bootstrap, (f"{prefix}.ks.t",), value_format=ValueFormat(value_format),
+    topics = (f"{prefix}.ks.t", f"{prefix}.ks.u")
+    for name in ("t", "u"):
+        produce(stack, legacy_records(prefix, name), prefix, value_format)
+    source = SourceOptions(stack.kafka_bootstrap, topics, value_format=ValueFormat(value_format),
                            registry_url=stack.schema_registry_url)
     writer = HistoryWriter(str(tmp_path), "legh", source.value_format, avro_decoder(source))
-    writer(_read(spark, stack, f"{prefix}.ks.t"), 0)
-    path = str(tmp_path / "ks" / "t")
-    assert _history(spark, path) == LEGACY_VERSIONS
-    _check_as_of(spark, path, LEGACY_VERSIONS, (BASE_US + 3, BASE_US + 6))
+    context = spark.sparkContext
+    try:
+        context.setLocalProperty("sql.streaming.queryId", "the-query")
+        writer(_read(spark, stack, ",".join(topics)), 0)
+    finally:
+        context.setLocalProperty("sql.streaming.queryId", None)
+    for name in ("t", "u"):
+        path = str(tmp_path / "ks" / name)
+        assert _history(spark, path) == LEGACY_VERSIONS, name
+        assert f"legh:the-query:ks.{name}:new" in _txn_app_ids(Path(path)), name
+    _check_as_of(spark, str(tmp_path / "ks" / "t"), LEGACY_VERSIONS, (BASE_US + 3, BASE_US + 6))
+
+
+def _txn_app_ids(path: Path) -> set[str]:
+    """The idempotent writers (`txnAppId`) recorded in a Delta table's log."""
+    lines = (line for commit in (path / "_delta_log").glob("*.json") for line in commit.read_text().splitlines())
+    return {action["txn"]["appId"] for action in map(orjson.loads, lines) if "txn" in action}
