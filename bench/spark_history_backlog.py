@@ -3,6 +3,7 @@ its defaults, beside the mirror's figures (`bench/spark_mirror_backlog.py` fills
 
     .venv/bin/python bench/spark_history_backlog.py --topics W,I,D [--max-batches K] [--converter avro]
     .venv/bin/python bench/spark_history_backlog.py --changes 1000000     # fills a backlog first
+    .venv/bin/python bench/spark_history_backlog.py --keyspace K --converter avro   # carries K's fill again
 
 `cdc-bridge spark history --config F --checkpoint D --output P --available-now` runs as its own
 process; measured: overall rows/s (input records over the query's time, session start excluded),
@@ -33,8 +34,8 @@ from bridge.stack.manager import StackManager
 
 
 def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_batches: int | None,
-                    converter: str = "json") -> dict[str, Any]:
-    run = backlog(endpoints, changes, None, topics_from, "spark-history-bench-", converter)
+                    converter: str = "json", keyspace: str | None = None) -> dict[str, Any]:
+    run = backlog(endpoints, changes, keyspace, topics_from, "spark-history-bench-", converter)
     topics, folder, config, inputs = run.topics, run.folder, run.config, run.inputs
     documented = ["--config", str(config), "--checkpoint", str(folder / "checkpoint"), "--output",
                   str(folder / "history")]
@@ -76,10 +77,11 @@ def main() -> None:
     parser.add_argument("--max-batches", type=int, help="stop after this many micro-batches")
     parser.add_argument("--converter", choices=("json", "avro"), default="json",
                         help="the backlog's format: JSON with schemas, or Avro through the registry")
+    parser.add_argument("--keyspace", help="carry an earlier fill's keyspace again (without --topics)")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
-    print(json.dumps(history_backlog(endpoints, args.changes, args.topics, args.max_batches, args.converter),
-                     indent=1))
+    print(json.dumps(history_backlog(endpoints, args.changes, args.topics, args.max_batches, args.converter,
+                                     args.keyspace), indent=1))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.batch_reader import BatchReader
+from bridge.spark.batch_reader import BatchReader, Table
 from bridge.spark.cdc_format import CdcFormat
 from bridge.spark.decode import Group, ValueFormat, prepare
 from bridge.spark.fold import HIDDEN
@@ -150,12 +150,12 @@ class HistoryWriter:
                 batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
 
-    def _write_tables(self, spark: SparkSession, order: list[tuple[str, str]], tables: dict[Any, list[Group]],
-                      dropped: dict[Any, list[dict[str, Any]]], batch_id: int) -> None:
+    def _write_tables(self, spark: SparkSession, order: list[Table], tables: dict[Table, list[Group]],
+                      dropped: dict[Table, list[dict[str, Any]]], batch_id: int) -> None:
         """Each table's micro-batch, `TABLES_AT_ONCE` at a time: a table's many small Spark jobs and
         Delta commits leave cores idle that another table's jobs use. Each thread inherits the
         query thread's local properties (`query_scoped` reads the query id from them)."""
-        def write(table: tuple[str, str]) -> None:
+        def write(table: Table) -> None:
             started = time.monotonic()
             written = self.apply(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
             log.info("micro-batch history written", keyspace=table[0], table=table[1], batch_id=batch_id,
