@@ -54,8 +54,8 @@ def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_b
     rows = sum(int(b["rows"]) for b in batches)
     result: dict[str, Any] = {
         "bench": "spark_history_backlog", "converter": converter, "topics": topics,
-        "input_offsets_incl_markers": inputs,
-        "input_records": rows, "command": "cdc-bridge spark history " + " ".join(documented) + " --available-now",
+        "input_offsets_incl_markers": inputs, "input_records": rows,
+        "command": "cdc-bridge spark history " + " ".join(documented) + " --available-now",
         **run, "micro_batches": len(batches), "oom": "OutOfMemoryError" in log.read_text(errors="replace"),
         "error_lines": [line for line in log.read_text(errors="replace").splitlines() if line.startswith("error: ")],
         "batches": [{"id": b["batch_id"], "rows": b["rows"], "s": b["duration_s"]} for b in batches],
