@@ -1,5 +1,5 @@
 """Whether two history outputs (`cdc-bridge spark history --output`) hold the same versions: every
-table under both roots compared row for row, every column (maps as sorted entries), both ways.
+table under both roots compared row for row, every column (`spark_mirror_backlog.differences`), both ways.
 
     .venv/bin/python bench/history_equal.py ROOT_A ROOT_B
 
@@ -13,11 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_mirror_backlog import differences
 
 from bridge.spark.session import build_session
 
@@ -28,23 +27,14 @@ def tables(root: Path) -> set[str]:
             if not log.parent.parent.name.startswith("_")}
 
 
-def comparable(frame: DataFrame) -> DataFrame:
-    return frame.select(*[F.array_sort(F.map_entries(F.col(f"`{f.name}`"))).alias(f.name)
-                          if isinstance(f.dataType, T.MapType) else F.col(f"`{f.name}`")
-                          for f in frame.schema.fields])
-
-
 def main() -> None:
     a, b = Path(sys.argv[1]), Path(sys.argv[2])
     spark = build_session("local[2]")
     differ = False
     for name in sorted(tables(a) | tables(b)):
-        left, right = (comparable(spark.read.format("delta").load(str(root / name))) for root in (a, b))
-        right = right.select(*left.columns)
-        only_a, only_b = left.exceptAll(right).count(), right.exceptAll(left).count()
-        differ |= bool(only_a or only_b)
-        print(json.dumps({"table": name, "rows_a": left.count(), "rows_b": right.count(), "only_in_a": only_a,
-                          "only_in_b": only_b}))
+        found = differences(*(spark.read.format("delta").load(str(root / name)) for root in (a, b)))
+        differ |= bool(found["only_here"] or found["only_there"])
+        print(json.dumps({"table": name, **found}))
     spark.stop()
     sys.exit(1 if differ else 0)
 

@@ -103,21 +103,29 @@ def _jobs_by_batch(events_dir: Path) -> dict[int, dict[str, Any]]:
     return found
 
 
+def differences(a: Any, b: Any) -> dict[str, int]:
+    """Row-for-row differences of two Delta tables' frames over their common columns (maps as
+    sorted entries: set operations cannot compare maps)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    columns = sorted(set(a.columns) & set(b.columns))
+
+    def comparable(frame: Any) -> Any:
+        return frame.select(*[F.array_sort(F.map_entries(frame[f"`{n}`"])).alias(n)
+                              if isinstance(frame.schema[n].dataType, T.MapType) else frame[f"`{n}`"]
+                              for n in columns])
+
+    a, b = comparable(a), comparable(b)
+    return {"rows": a.count(), "other_rows": b.count(), "only_here": a.exceptAll(b).count(),
+            "only_there": b.exceptAll(a).count()}
+
+
 def compare(spark: Any, mine: str, other: str, keyspace: str) -> dict[str, Any]:
     """Row-for-row differences of two mirrors of the same topics (per-cell timestamps left out)."""
-    out: dict[str, Any] = {}
-    for table in TABLES:
-        a = spark.read.format("delta").load(f"{mine}/{keyspace}/{table}").drop("_cdc_cell_ts")
-        b = spark.read.format("delta").load(f"{other}/{keyspace}/{table}").drop("_cdc_cell_ts")
-        columns = sorted(set(a.columns) & set(b.columns))
-        for name in columns:  # maps are not comparable in set operations: as JSON text
-            if a.schema[name].dataType.typeName() == "map":
-                a = a.withColumn(name, a[name].cast("string"))
-                b = b.withColumn(name, b[name].cast("string"))
-        a, b = a.select(*columns), b.select(*columns)
-        out[table] = {"rows": a.count(), "other_rows": b.count(), "only_here": a.exceptAll(b).count(),
-                      "only_there": b.exceptAll(a).count()}
-    return out
+    return {table: differences(*(spark.read.format("delta").load(f"{root}/{keyspace}/{table}").drop("_cdc_cell_ts")
+                                 for root in (mine, other)))
+            for table in TABLES}
 
 
 @dataclass(frozen=True)
@@ -177,8 +185,7 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
     jobs = _jobs_by_batch(events_dir)
     result: dict[str, Any] = {
         "bench": "spark_mirror_backlog", "converter": converter, "keyspace": keyspace, "worker_name": name,
-        "topics": topics,
-        "backlog_changes": changes, "input_offsets_incl_markers": inputs, "input_records": rows,
+        "topics": topics, "backlog_changes": changes, "input_offsets_incl_markers": inputs, "input_records": rows,
         "command": "cdc-bridge spark mirror " + " ".join([*documented, *extra]) + " --available-now", **run,
         "micro_batches": len(batches), "delta": str(delta),
         "oom": "OutOfMemoryError" in log.read_text(errors="replace"),
