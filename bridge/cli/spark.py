@@ -133,6 +133,10 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "one; spark.ui.port to choose)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more Spark settings (repeatable)")
+    parser.add_argument("--spark-log", type=Path, metavar="PATH", help="local mode: Spark's own console output "
+                        "(Ivy, log4j) goes to this file, its path told once (default: a new file under "
+                        "<temp>/cdc-bridge-spark/); a failing job prints its last lines")
+    parser.add_argument("--verbose", action="store_true", help="Spark's own console output here, not in a file")
 
 
 def _job(args: argparse.Namespace) -> Any:
@@ -149,7 +153,8 @@ def _job(args: argparse.Namespace) -> Any:
         executor_memory=args.executor_memory, spark_ui=args.spark_ui, spark_conf=args.spark_conf,
         cdc={"cdc.output.format": args.cdc_output_format, "cdc.include.after": args.cdc_include_after,
              "cdc.include.primary-key.placement": args.cdc_include_primary_key_placement,
-             "cdc.include.primary-key.payload-key-name": args.cdc_include_primary_key_payload_key_name})
+             "cdc.include.primary-key.payload-key-name": args.cdc_include_primary_key_payload_key_name},
+        spark_log=args.spark_log, verbose=args.verbose)
 
 
 def _flatten(args: argparse.Namespace) -> int:
