@@ -22,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -90,6 +91,38 @@ def record(keys: Mapping[str, Any], command: str, *, bench: str | None = None, n
     if readme is not None and readme.exists():
         write_table(readme, data)
     return new
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """This process's command as one would type it in the project's folder."""
+    args = list(sys.argv if argv is None else argv)
+    script = Path(args[0])
+    head = "python -m bench" if script.name == "__main__.py" else f"python bench/{script.name}"
+    return " ".join([head, *map(shlex.quote, args[1:])])
+
+
+def add_record_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--record", action="store_true", help="merge this run's headline keys into "
+                        "bench/results.json and bench/README.md's table (bench/results.py)")
+
+
+def record_report(report: Mapping[str, Any], picks: Mapping[str, str], *, bench: str, command: str | None = None,
+                  path: Path = RESULTS, readme: Path | None = README) -> dict[str, Any]:
+    """Record the report's figures a script names as its headline keys: `picks` maps a key of
+    results.json to a dotted path in `report` (a path ending in "." takes every key under it, the
+    key then being the prefix); a list's last element is taken (the runs after the first). Keys
+    the report lacks are left out, not recorded as None."""
+    flat = flatten(report)
+    keys: dict[str, Any] = {}
+    for name, where in picks.items():
+        if where.endswith("."):
+            keys.update({name + found[len(where):]: value for found, value in flat.items() if found.startswith(where)})
+        elif where in flat:
+            keys[name] = flat[where]
+    keys = {name: (value[-1] if isinstance(value, list) and value else value) for name, value in keys.items()}
+    keys = {name: value for name, value in keys.items()
+            if isinstance(value, int | float) and not isinstance(value, bool)}
+    return record(keys, command or command_line(), bench=bench, path=path, readme=readme)
 
 
 def _bench_of(command: str) -> str:
