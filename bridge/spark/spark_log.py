@@ -55,6 +55,7 @@ def launch_gateway(conf: Mapping[str, str], path: Path) -> Any:
     from pyspark.java_gateway import launch_gateway as pyspark_launch
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    _current = path  # before the start: a JVM that does not start says why in this file
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)
@@ -62,7 +63,6 @@ def launch_gateway(conf: Mapping[str, str], path: Path) -> Any:
         gateway = pyspark_launch(spark_conf, popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT})  # type: ignore[no-untyped-call]
     # pyspark's own hook for a gateway started by the caller: getOrCreate finds it and starts no other
     SparkContext._ensure_initialized(gateway=gateway)  # noqa: SLF001
-    _current = path
     return gateway
 
 
