@@ -133,9 +133,10 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "one; spark.ui.port to choose)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more Spark settings (repeatable)")
-    parser.add_argument("--spark-log", type=Path, metavar="PATH", help="local mode: Spark's own console output "
+    parser.add_argument("--spark-log", type=Path, metavar="PATH", help="Spark's own console output "
                         "(Ivy, log4j) goes to this file, its path told once (default: a new file under "
-                        "<temp>/cdc-bridge-spark/); a failing job prints its last lines")
+                        "<temp>/cdc-bridge-spark/; not under spark-submit, --master none); a failing job "
+                        "prints its last lines")
     parser.add_argument("--verbose", action="store_true", help="Spark's own console output here, not in a file")
 
 

@@ -1,10 +1,10 @@
 """Spark's own console output (the JVM's stdout and stderr: Ivy's dependency resolution, log4j's
 lines, the Python workers' stderr) goes to a log file, so that a job's console holds our lines.
 
-Local mode only: there pyspark starts the JVM (`spark-submit pyspark-shell`) from this process,
-and `launch_gateway` takes the Popen arguments that point its stdout and stderr to the file. Under
-spark-submit (`--master none`) the JVM started this process, and its output stays where the user
-sent it.
+When this process starts the driver's JVM (any `--master` but `none`: pyspark runs
+`spark-submit pyspark-shell` from here), `launch_gateway` takes the Popen arguments that point its
+stdout and stderr to the file. Under spark-submit (`--master none`) the JVM started this process,
+and its output stays where the user sent it.
 
 A job that fails still shows why on the console: `fatal.fail` prints the end of this file
 (`tail`) before its `error:` line.
