@@ -64,7 +64,7 @@ from spark_mirror_exact import cassandra_rows, frame_rows
 from spark_mirror_exact import differences as row_differences
 from worker_bench import properties, start_workers, stop_workers
 
-from bench.results import _git_commit, add_record_flag, record_report
+from bench.results import _git_commit, add_record_flag, command_line, record
 from bridge.sim import Emulator
 from bridge.sim.load import BULK_TABLE_COLUMNS, send_writes
 from bridge.sim.mutation import Cell, PartitionMutation
@@ -76,6 +76,10 @@ MARKER = -1  # the samples' partition
 ROWS_PER_PARTITION = 20
 TICK_S = 0.1
 MAX_TICK_WRITES = 1000  # a writer that fell behind catches up by at most this many writes a tick
+RECORDED = ("mirror_freshness_p50_s", "mirror_freshness_p99_s", "mirror_freshness_max_s",
+            "mirror_compacted_freshness_p50_s", "mirror_compacted_freshness_p99_s", "spark_flatten_rows_per_s_same_run",
+            "spark_history_rows_per_s_same_run", "spark_mirror_rows_per_s_same_run",
+            "spark_mirror_flatten_ratio_same_run")
 
 
 @dataclass
@@ -407,11 +411,13 @@ def main() -> int:
     if args.json_out:
         args.json_out.write_text(text + "\n")
     if args.record:
-        record_report(report, {k: k for k in (
-            "mirror_freshness_p50_s", "mirror_freshness_p99_s", "mirror_freshness_max_s",
-            "mirror_compacted_freshness_p50_s", "mirror_compacted_freshness_p99_s", "spark_flatten_rows_per_s_same_run",
-            "spark_history_rows_per_s_same_run", "spark_mirror_rows_per_s_same_run",
-            "spark_mirror_flatten_ratio_same_run")}, bench="spark_mirror_freshness")
+        loads = report["machine"]
+        keys = {k: report[k] for k in RECORDED if isinstance(report.get(k), int | float)}
+        record(keys, command_line(), bench="spark_mirror_freshness",
+               note=f"writer reached {report.get('rate_achieved')} of {args.rate:.0f} writes/s; 1/5/15-min load "
+                    f"{loads['load_average_start']} at start, {report['load_average_after_steady']} after the "
+                    f"steady phase, {loads['load_average_end']} at the end; view polls median "
+                    f"{report.get('poll_s', {}).get('median')} s")
     lost = report.get("samples_seen_view") != report.get("samples") or not report.get("final_sample_seen")
     return 1 if lost or report.get("exact", {}).get("differing") else 0
 
