@@ -24,6 +24,7 @@ from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.topics import (
+    TOPICS_READY_BOUND_S,
     await_topics,
     check_worker_topics,
     control_topic,
@@ -45,6 +46,7 @@ from bridge.settings import BridgeConfig, ConfigError
 from bridge.settings.checks import check_tables_as_run_would
 from bridge.settings.masking import url_password
 from bridge.worker.loop import Worker
+from bridge.worker.startup_wait import wait_out
 from bridge.worker.tuning import tune_for_streaming
 
 log = structlog.get_logger(__name__)
@@ -68,9 +70,11 @@ def run_worker(config: BridgeConfig, progress: ProgressLine,
     try:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
-        cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
-                                   password=config.scylla_password_value(), local_dc=config.local_dc,
-                                   ssl_context=config.scylla_ssl_context())
+        cluster, session = wait_out(
+            "Scylla", lambda _remaining_s: connect(config.scylla_contact_points(), user=config.scylla_user,
+                                                   password=config.scylla_password_value(), local_dc=config.local_dc,
+                                                   ssl_context=config.scylla_ssl_context()),
+            config.startup_timeout_ms / 1000, unavailable=_scylla_away)
     except (ConfigError, CqlAccessError) as error:
         raise StartupError(error.key, error.reason) from None
     except ClusterUnavailableError as error:
@@ -105,6 +109,11 @@ def run_worker(config: BridgeConfig, progress: ProgressLine,
         cluster.shutdown()
 
 
+def _scylla_away(error: BaseException) -> bool:
+    """No contact point answered: waited for. Refused credentials or certificates are not."""
+    return isinstance(error, ClusterUnavailableError) and not isinstance(error, CqlAccessError)
+
+
 def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
     """Masked wherever they would appear in a log line (a driver error echoing a password)."""
     register_secret(config.scylla_password_value())
@@ -132,15 +141,21 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         topics.append(signals_topic(config.signals_topic))
     if config.notifications_topic:
         topics.append(data_topic(config.notifications_topic))
-    try:
+
+    def prepare_kafka(remaining_s: float) -> None:
         # Before any other client: a refused password or certificate ends start-up in one line.
-        check_access(kafka, KAFKA_TIMEOUT_S)
+        check_access(kafka, min(KAFKA_TIMEOUT_S, remaining_s))
         admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
-        await_topics(admin, [topic.topic for topic in topics])  # just created, by us or another worker
+        # just created, by us or another worker (the control and status topics among them)
+        await_topics(admin, [topic.topic for topic in topics], min(TOPICS_READY_BOUND_S, remaining_s))
         check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
+
+    try:
+        wait_out("Kafka", prepare_kafka, config.startup_timeout_ms / 1000,
+                 unavailable=lambda error: isinstance(error, KafkaUnavailableError), health=telemetry.health)
         # The REST API answers from here on (daemon threads: a start that fails below ends the process).
         rest = serve_rest(config, kafka)
         worker = Worker(config, session, kafka, telemetry, clock)

@@ -22,12 +22,40 @@ from typing import Any
 from confluent_kafka import Consumer
 from prometheus_client.parser import text_string_to_metric_families
 
+from bridge.settings import BridgeConfig
 from bridge.stack.layout import Endpoints
 
 CLI = [sys.executable, "-m", "bridge.cli"]
 
 
+# The settings tests start workers with that differ from the shipped defaults (bridge/settings),
+# each for a reason that is not speed of the suite at the cost of realism;
+# tests/unit/test_harness_defaults.py keeps this list and the harness in step. Every other setting
+# (slots.count 64, offset.storage.partitions 25, timeouts, windows) is what users run.
+DEFAULT_EXCEPTIONS = {
+    # The stack's Cassandra is no Scylla: the emulator writes the CDC log and its metadata tables
+    # under these keyspaces (bridge/sim), where Scylla has system_distributed / system.
+    "scylla.cdc.metadata.vnodes.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
+    "scylla.cdc.metadata.tablets.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
+    # Tests write rows, then start workers: with the default (0: start now) they would see nothing.
+    "scylla.initial.lookback.ms": "tests write rows before the worker starts; the default starts at now",
+    # The default 30 s window holds every change back 30 s: a test waiting for rows would wait 28 s
+    # more each time, ~10 min over the suite (of 50 min CI). The window's meaning is tested with
+    # its own value in test_run.py; what it bounds is Scylla's write latency, which the emulator has not.
+    "scylla.confidence.window.size": "2 s instead of 30 s: each delivery would wait 28 s more",
+    # Tests read the payload as plain JSON; the schema'd envelope is the converters' own tests'.
+    "key.converter.schemas.enable": "tests read the plain JSON payload",
+    "value.converter.schemas.enable": "tests read the plain JSON payload",
+    # Many workers on one machine: the fixed default port would collide; tests of the probes and
+    # metrics give a free port of their own.
+    "metrics.port": "0 (off): many workers share the machine; probe tests pick a free port",
+}
+DEFAULT_SLOTS = int(BridgeConfig.model_fields["slots_count"].default)
+
+
 def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extra: object) -> dict[str, str]:
+    """A worker's settings on the stack: the shipped defaults but for DEFAULT_EXCEPTIONS; `extra`
+    (dots as `__`) is what a test is about, and the test says why."""
     props = {
         "name": name,
         "topic.prefix": name,
@@ -40,8 +68,6 @@ def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extr
         "key.converter.schemas.enable": "false",
         "value.converter.schemas.enable": "false",
         "kafka.bootstrap.servers": endpoints.kafka_bootstrap,
-        "slots.count": "12",
-        "offset.storage.partitions": "3",
         "metrics.port": "0",
     }
     props.update({key.replace("__", "."): str(value) for key, value in extra.items()})

@@ -27,13 +27,13 @@ from bridge.settings.load import build_config, read_file
 from bridge.sim import Emulator
 from bridge.stack.certs import issue, new_ca
 from bridge.stack.layout import Endpoints, port_offset
-from tests.integration.worker.harness import WorkerProcess, read_topic, wait_for, worker_properties
+from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, read_topic, wait_for, worker_properties
 from tests.integration.worker.test_failure_modes import _poisoned_table
 from tests.integration.worker.test_run import assert_each_once, insert, make_table, settled
 
 pytestmark = pytest.mark.slow
 PORT = port_offset(26000)  # 26000-26003: this file's listeners, beside the stack's ports
-SLOTS = 12
+SLOTS = DEFAULT_SLOTS
 AUTH = ("admin", "s3cret")
 
 
@@ -55,7 +55,7 @@ def test_a_connect_client_inspects_and_steers_a_worker_and_bad_requests_change_n
     table = make_table(emulator, keyspace)
     users = tmp_path / "users"
     users.write_text(f"{AUTH[0]}: {AUTH[1]}\n")
-    config_path = config_for([table], slots__count=SLOTS, listeners=f"http://127.0.0.1:{PORT}",
+    config_path = config_for([table], listeners=f"http://127.0.0.1:{PORT}",
                              rest__auth__credentials__file=users, scylla__ssl__truststore__password="tr0ub4dor")
     config = build_config(read_file(config_path))
     control = ControlTopic(config)
