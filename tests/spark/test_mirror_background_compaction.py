@@ -2,8 +2,9 @@
 micro-batches append to the same changelog. Random micro-batches (tests/unit/spark/mirror_changes.py:
 cells, elements, inserts, updates, row deletes, snapshot rows, replays of earlier changes, range and
 partition deletes) are appended one after another while background compactions fold what each
-changelog version held; at the end the view, and after the last compaction the table, equal the
-reference fold: nothing appended meanwhile was lost or folded twice.
+changelog version held; at the end the view, and after the last compaction (`cdc-bridge spark
+compact`, in its own process) the table, equal the reference fold: nothing appended meanwhile was
+lost or folded twice.
 
 Each micro-batch's writes are later than the previous one's (as a CDC stream's are, the replays
 apart): with writes older than a row delete folded in an earlier compaction the mirror's rows depend
@@ -13,6 +14,7 @@ what this test is about."""
 from __future__ import annotations
 
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from bridge.spark.decode import Group, ValueFormat
 from bridge.spark.mirror import MirrorWriter
 from bridge.spark.mirror_view import current_state
 from bridge.spark.shape import TableShape
+from tests.spark.jobs import CLI
 from tests.spark.test_mirror_fold import _connect
 from tests.unit.spark.mirror_changes import COLUMNS, ENV, ROW, MicroBatch, ReferenceMirror, Workload
 
@@ -70,6 +73,9 @@ def test_compactions_beside_appends_lose_and_repeat_nothing(spark: Any, tmp_path
     assert compactions >= 1 and appended_during_compaction >= 2, (compactions, appended_during_compaction)
     expected = _expected(reference)
     assert _rows(current_state(spark, str(root), "ks", "t")) == expected, "the view"
-    writer.compact(spark)
+    # the last compaction by the maintenance command, in its own JVM, as a CronJob would run it
+    done = subprocess.run([*CLI, "compact", "--delta", str(root), "--master", "local[1]"], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0 and "compaction done" in done.stdout + done.stderr, done.stdout + done.stderr
     assert _rows(spark.read.format("delta").load(str(root / "ks" / "t"))) == expected, "the table"
     assert spark.read.format("delta").load(str(root / "_cdc_changes" / "ks" / "t")).count() == 0
