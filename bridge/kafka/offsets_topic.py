@@ -38,7 +38,7 @@ from confluent_kafka.admin import AdminClient
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.offsets import UnreadableKey, decode_value, group_of_key
-from bridge.kafka.watermarks import all_watermarks, electing
+from bridge.kafka.watermarks import all_watermarks
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
@@ -151,16 +151,18 @@ class OffsetsTopic:
         try:
             return all_watermarks(self._admin, self.topic, self._partitions, deadline, committed_only=committed_only)
         except KafkaException as error:
-            if electing(error):
-                self._renew_admin()
+            # Whatever the error, the next try asks with a new client: an AdminClient whose metadata
+            # went stale while a broker was paused kept answering 'Leader epoch is older than broker
+            # epoch' for minutes (tests/faults: the coordinator paused past the session timeout).
+            self._renew_admin()
             raise KafkaUnavailableError(
                 f"offsets topic {self.topic}: Kafka did not answer for the watermarks of its {len(self._partitions)} "
                 f"partitions: {error.args[0].str()}") from None
 
     def _renew_admin(self) -> None:
-        """A client can keep 'Unknown partition' for minutes after its leader's broker was killed
-        and restarted (a fault test saw one worker's groups wait 3+ minutes with every broker up):
-        the next try starts with a new client and fresh metadata."""
+        """A client can keep 'Unknown partition' or a fenced leader epoch for minutes after its
+        leader's broker was killed or paused and came back (fault tests saw a worker's groups wait
+        3+ minutes with every broker up): the next try starts with a new client and fresh metadata."""
         self._admin = self._admin_client()
 
     def _apply(self, message: Any) -> None:

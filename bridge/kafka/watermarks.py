@@ -22,10 +22,12 @@ RETRY_PAUSE_S = 0.2
 
 def electing(error: KafkaException) -> bool:
     """A leader being elected, or metadata not yet refreshed after it (`_UNKNOWN_PARTITION`: seen
-    after an outage and when two workers start on a fresh cluster)."""
+    after an outage and when two workers start on a fresh cluster; a fenced or unknown leader
+    epoch: the client's metadata older than the broker's, after a broker was paused)."""
     return bool(error.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                                          KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT,
-                                         KafkaError._UNKNOWN_PARTITION))
+                                         KafkaError._UNKNOWN_PARTITION, KafkaError.FENCED_LEADER_EPOCH,
+                                         KafkaError.UNKNOWN_LEADER_EPOCH))
 
 
 def watermarks(client: Any, topic: str, partition: int, deadline: float, *, absent_ok: bool = False) -> tuple[int, int]:
