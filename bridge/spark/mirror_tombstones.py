@@ -61,15 +61,16 @@ class TombstoneStore:
         if self._rows is None:
             from delta.tables import DeltaTable
 
-            self._rows = []
+            rows: list[tuple[str, int, str]] = []  # published whole: a compaction thread may ask meanwhile
             if DeltaTable.isDeltaTable(spark, self.path):
                 for row in spark.read.format("delta").load(self.path).select("pk_names", "pk_json", "ts",
                                                                             "event").collect():
-                    self._rows.append((str(row["pk_json"]), int(row["ts"]), str(row["event"])))
+                    rows.append((str(row["pk_json"]), int(row["ts"]), str(row["event"])))
                     if self._partition_keys is None:
                         self._partition_keys = str(row["pk_names"]).split(",")
-                self._learn_clustering([orjson.loads(e) for _, _, e in self._rows
+                self._learn_clustering([orjson.loads(e) for _, _, e in rows
                                         if '"start":{' in e or '"end":{' in e][:1])
+            self._rows = rows
         return self._rows
 
     def _learn_clustering(self, deletes: list[dict[str, Any]]) -> None:
