@@ -35,10 +35,10 @@ def insert(emu: Emulator, table: str, ids: range) -> None:
         emu.execute(f"INSERT INTO {table} (id, customer, item) VALUES ({i}, 'c{i}', 'apple')")
 
 
-def settled(group: list[WorkerProcess]) -> bool:
-    """Every worker owns slots, and together they own each slot once."""
+def settled(group: list[WorkerProcess], slots: int = SLOTS) -> bool:
+    """Every worker owns slots, and together they own each of `slots` slots once."""
     owned = [owned_slots(w) for w in group]
-    return all(owned) and sum(len(s) for s in owned) == SLOTS and set().union(*owned) == set(range(SLOTS))
+    return all(owned) and sum(len(s) for s in owned) == slots and set().union(*owned) == set(range(slots))
 
 
 def assert_each_once(messages: list[tuple[bytes | None, bytes | None]], expected: range) -> None:
