@@ -10,7 +10,6 @@ tries that table again, after a pause, from the changelog's new version.
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path
@@ -29,8 +28,8 @@ def run_compact(root: str, tables: list[str], master: str | None, spark_log: Pat
     """Compact `tables` (`keyspace.table`; default: every table with a changelog under `root`)."""
     from bridge.spark.decode import ValueFormat
     from bridge.spark.mirror import MirrorWriter
+    from bridge.spark.runner import spark_log_file
     from bridge.spark.session import build_session
-    from bridge.spark.spark_log import default_path
 
     chosen = []
     for text in tables:
@@ -39,10 +38,7 @@ def run_compact(root: str, tables: list[str], master: str | None, spark_log: Pat
             print(f"error: --table: {text!r} is not keyspace.table", file=sys.stderr)
             return 2
         chosen.append((keyspace, table))
-    log_file = None
-    if not verbose and master is not None:
-        log_file = spark_log or default_path("compact-" + (re.sub(r"[^\w.-]+", "_", Path(root).name) or "mirror"))
-        log.info("spark's own output goes to a file (--verbose: here)", path=str(log_file))
+    log_file = spark_log_file(spark_log, verbose, master, f"compact-{Path(root).name}")
     spark = build_session(master, app_name="cdc-bridge-compact", spark_log=log_file)
     try:
         writer = MirrorWriter(root, "compact", ValueFormat.JSON_SCHEMAS)

@@ -146,13 +146,19 @@ def spark_conf(job: JobRequest) -> dict[str, str]:
 def spark_log_path(job: JobRequest, master: str | None) -> Path | None:
     """The file a local JVM writes its console output to, told once on the console (None: the JVM
     writes to the console: --verbose, or spark-submit started it)."""
+    return spark_log_file(job.spark_log, job.verbose, master, job.name or Path(job.checkpoint).name)
+
+
+def spark_log_file(chosen: Path | None, verbose: bool, master: str | None, name: str) -> Path | None:
+    """`chosen` (--spark-log), or a new file named after `name`, told once; None with --verbose or
+    under spark-submit (master None), where the JVM writes to the console."""
     import structlog
 
     from bridge.spark.spark_log import default_path
 
-    if job.verbose or master is None:
+    if verbose or master is None:
         return None
-    path = job.spark_log or default_path(re.sub(r"[^\w.-]+", "_", job.name or Path(job.checkpoint).name) or "job")
+    path = chosen or default_path(re.sub(r"[^\w.-]+", "_", name) or "job")
     structlog.get_logger("bridge.spark").info("spark's own output goes to a file (--verbose: here)", path=str(path))
     return path
 
