@@ -6,11 +6,21 @@ types and `x`, the fold's event, `bridge.spark.mirror_fold.data_event`) and one 
 partition delete (`_cdc_drop`: the delete's key as JSON, the key columns and `x` null: a
 compaction reads the stored rows of its partition back, the delete itself lives in the tombstone
 store), each with `_cdc_batch`, the micro-batch's id, and `_cdc_append`, the append's own name
-(`txnAppId:batch id`). The append carries Delta's idempotent-write marker (`txnAppId` = the job's
-name, table and `:changes`, `txnVersion` = the batch id), so a micro-batch re-run after a crash
-appends nothing twice. A compaction (`mirror_compaction`) folds what one version of the changelog
-holds into the table and then deletes exactly those appends: appends committed meanwhile (a
-compaction beside the streaming query, or `cdc-bridge spark compact`) stay pending.
+(`<append name>:batch id`), in a folder per batch id (the table is partitioned by `_cdc_batch`):
+a compaction's clean-up then deletes whole files of the batches it folded, and Delta sees that
+an append committed meanwhile, in a new batch's folder, is no conflict.
+
+Idempotence: each append names itself in its commit (`userMetadata`, `<append name>:<batch id>`).
+Only the first micro-batch of a process can be one a crash left half done (Spark runs it again
+at start), so the first append of a process reads the changelog's recent commits for the last
+batch id of its name and skips what was appended already; later appends in the process are new
+by construction. That first append also carries Delta's idempotent-write marker (`txnAppId`,
+`txnVersion`) for changelogs an earlier release wrote with it alone: Delta's check of the marker
+costs a job over the table's state, which every append paid before (about 1.7 s of a
+micro-batch at load 8, bench/README.md). A compaction (`mirror_compaction`) folds what one
+version of the changelog holds into the table and then deletes exactly those appends: appends
+committed meanwhile (a compaction beside the streaming query, or `cdc-bridge spark compact`)
+stay pending.
 """
 
 from __future__ import annotations
@@ -30,7 +40,10 @@ from bridge.spark.mirror_frames import MirrorColumns
 DROP = "_cdc_drop"
 BATCH = "_cdc_batch"
 APPEND = "_cdc_append"
-CLEAR_ATTEMPTS = 20  # a streaming mirror appends every trigger (2 s); a delete takes well under that
+CLEAR_ATTEMPTS = 20  # changelogs of an earlier release are unpartitioned: an append can conflict
+# The commits searched for a process's first append: only compactions commit between two appends
+# of one query (one per 10 appends by default), so its last append is among the latest few.
+RECENT_COMMITS = 200
 
 
 def changes_path(root: str, keyspace: str, table: str) -> str:
@@ -57,11 +70,13 @@ class Pending:
     # the column), which `clear` removes once they are folded
     version: int = -1
     appends: tuple[str | None, ...] = ()
+    batches: tuple[int, ...] = ()  # the `_cdc_batch` values of those appends (empty: some unknown)
 
 
 class ChangeLog:
     def __init__(self, path: str) -> None:
         self.path = path
+        self._last: dict[str, int] = {}  # per append name: the last batch id appended (this process: known)
 
     def exists(self, spark: SparkSession) -> bool:
         from delta.tables import DeltaTable
@@ -88,10 +103,32 @@ class ChangeLog:
         if not parts:
             return 0
         frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        first = app_id not in self._last
+        if first:
+            self._last[app_id] = self._last_appended(spark, app_id)
+        if batch_id <= self._last[app_id]:
+            return 0  # a micro-batch run again after a crash: appended by the process before
         frame = frame.withColumn(BATCH, F.lit(batch_id).cast("long")).withColumn(APPEND, F.lit(f"{app_id}:{batch_id}"))
-        (frame.write.format("delta").mode("append")
-         .option("mergeSchema", "true").option("txnAppId", app_id).option("txnVersion", batch_id).save(self.path))
+        writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
+                  .option("userMetadata", f"{app_id}:{batch_id}"))
+        if first:
+            writer = writer.option("txnAppId", app_id).option("txnVersion", batch_id)
+            if not self.exists(spark):
+                writer = writer.partitionBy(BATCH)
+        writer.save(self.path)
+        self._last[app_id] = batch_id
         return written
+
+    def _last_appended(self, spark: SparkSession, app_id: str) -> int:
+        """The last batch id an append of this name committed, by the recent commits' names (-1: none)."""
+        from delta.tables import DeltaTable
+
+        if not self.exists(spark):
+            return -1
+        prefix = f"{app_id}:"
+        named = DeltaTable.forPath(spark, self.path).history(RECENT_COMMITS).select("userMetadata").collect()
+        batches = [int(row[0][len(prefix):]) for row in named if row[0] and row[0].startswith(prefix)]
+        return max(batches, default=-1)
 
     def version(self, spark: SparkSession) -> int | None:
         """The changelog's latest version, None when there is no changelog."""
@@ -111,7 +148,7 @@ class ChangeLog:
         if APPEND not in frame.columns:
             frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
         # one job over two small columns: the range / partition deletes' keys, and the appends held
-        listed = frame.select(APPEND, DROP).distinct().collect()
+        listed = frame.select(APPEND, BATCH, DROP).distinct().collect()
         if not listed:
             return None
         dropped = [{"key": orjson.loads(r[DROP])} for r in listed if r[DROP] is not None]
@@ -119,19 +156,22 @@ class ChangeLog:
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
                                                            .alias("x"))
-        return Pending(events, dropped, version, tuple(sorted({r[APPEND] for r in listed}, key=str)))
+        return Pending(events, dropped, version, tuple(sorted({r[APPEND] for r in listed}, key=str)),
+                       () if any(r[BATCH] is None for r in listed) else tuple(sorted({r[BATCH] for r in listed})))
 
     def clear(self, spark: SparkSession, folded: Pending) -> None:
         """Remove the appends `folded` holds (after the compaction that folded them): those committed
-        since its version stay pending. Delta takes an append committed while the delete ran for a
-        conflict (an unpartitioned table: it cannot tell the new files do not match), so the delete
-        is tried again: it is short, and nothing it removes was appended since."""
+        since its version stay pending. In a changelog of an earlier release (unpartitioned) Delta
+        takes an append committed while the delete ran for a conflict, so the delete is tried
+        again: it is short, and nothing it removes was appended since."""
         from delta.tables import DeltaTable
 
         named = [a for a in folded.appends if a is not None]
         condition = F.col(APPEND).isin(named) if named else F.lit(False)
         if None in folded.appends:
             condition = condition | F.col(APPEND).isNull()
+        if folded.batches:  # their folders first: Delta then checks no other folder for a conflicting append
+            condition = F.col(BATCH).isin(list(folded.batches)) & condition
         for attempt in range(CLEAR_ATTEMPTS):
             try:
                 DeltaTable.forPath(spark, self.path).delete(condition)
