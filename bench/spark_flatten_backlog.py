@@ -51,7 +51,7 @@ def use_cluster(master: str, cores: int) -> None:
     stack up --spark-cluster`), the application given `cores` cores (`spark.cores.max`: one core
     is one of the stack's two 1-core workers)."""
     from bridge.spark import __main__ as entry
-    from bridge.spark.session import ivy_dir, packages
+    from bridge.spark.core.session import ivy_dir, packages
 
     CLI[:] = [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
               "--packages", ",".join(packages()), "--conf", f"spark.jars.ivy={ivy_dir()}",

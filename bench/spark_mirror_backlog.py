@@ -212,7 +212,7 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
             "stage_calls_batch_1": jobs.get(1, {}).get("stage_calls"),
         })
     if compare_with:
-        from bridge.spark.session import build_session
+        from bridge.spark.core.session import build_session
 
         spark = build_session("local[2]", app_name="cdc-bridge-bench-compare")
         try:

@@ -93,7 +93,7 @@ def main() -> int:
     from cassandra.cluster import Cluster
 
     from bridge.sim.emulator import Emulator
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
     from bridge.stack.manager import StackManager
 
     endpoints = StackManager.default().endpoints

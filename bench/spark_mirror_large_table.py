@@ -76,7 +76,7 @@ def grow(small: Path, large: Path, rows: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
 
     shutil.copytree(small, large)
     spark = build_session("local[2]", app_name="cdc-bridge-bench-grow")
@@ -109,7 +109,7 @@ def grow(small: Path, large: Path, rows: int) -> dict[str, Any]:
 
 def cluster(table: Path) -> dict[str, Any]:
     """Cluster the table by its key columns (liquid clustering, then OPTIMIZE): seconds and files."""
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
 
     spark = build_session("local[2]", app_name="cdc-bridge-bench-cluster")
     try:

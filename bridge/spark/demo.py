@@ -23,12 +23,12 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 
 
 def show(bootstrap: str, topic: str, start: dict[int, int], say: Callable[[str], None] = print) -> None:
-    from bridge.spark.decode import ValueFormat
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.core.progress import ProgressLogger
+    from bridge.spark.core.session import build_session
+    from bridge.spark.core.smt_options import SmtOptions
+    from bridge.spark.core.spark_log import default_path
     from bridge.spark.jobs import RunOptions, SourceOptions, start_flatten, start_mirror
-    from bridge.spark.progress import ProgressLogger
-    from bridge.spark.session import build_session
-    from bridge.spark.smt_options import SmtOptions
-    from bridge.spark.spark_log import default_path
 
     log = default_path("cdc-bridge-demo")
     say("starting Spark (local[2]; the Kafka source and Delta come from the Ivy cache)")
@@ -70,8 +70,7 @@ def _finish(spark: Any, progress: Any, query: Any) -> None:
 
 
 def _log_tail() -> str:
-    from bridge.spark import spark_log
-
+    from bridge.spark.core import spark_log
     return "\n".join([f"the last lines of Spark's log {spark_log.current()}:", *spark_log.tail()])
 
 

@@ -17,7 +17,7 @@ from bridge.stack.spark_cluster import SPARK_CLUSTER
 
 @pytest.fixture(scope="session")
 def spark(stack: Endpoints) -> Iterator[Any]:
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
     from tests.spark.jobs import TEST_JVM_OPTIONS
 
     session = build_session("local[2]", app_name="cdc-bridge-tests",

@@ -36,4 +36,4 @@ def test_the_row_path_is_at_most_eight_files_in_order_without_going_back() -> No
 
 def test_the_spark_path_names_both_jobs_files() -> None:
     section = _section("## A Kafka record through")
-    assert "bridge/spark/flatten.py" in section and "bridge/spark/mirror.py" in section
+    assert "bridge/spark/flatten/flatten.py" in section and "bridge/spark/mirror/writer.py" in section
