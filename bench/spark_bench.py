@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench.results import add_record_flag, record_report
-from bridge.sim import Emulator
-from bridge.stack.manager import StackManager
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.manager import StackManager
 from tests.integration.worker.harness import start_worker, worker_properties, write_properties
 from tests.spark import workload
 from tests.spark.jobs import end_offsets, wait_settled

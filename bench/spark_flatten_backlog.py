@@ -1,7 +1,7 @@
 """Flatten alone over a big backlog, with the documented command and its defaults
 (`bench/spark_bench.py --flatten-backlog N`).
 
-A `bridge.sim` realistic backlog of N changes (bench/worker_bench.py's fill; `--keyspace` reuses a
+A `bridge_devstack.sim` realistic backlog of N changes (bench/worker_bench.py's fill; `--keyspace` reuses a
 filled one) is carried to Kafka by a real worker writing JSON with schemas (or Avro with
 `--converter avro`); then `cdc-bridge spark flatten --config F --checkpoint D --output-topic
 '{topic}.flat' --available-now` runs as its own process with no tuning flag. Measured:

@@ -5,8 +5,8 @@ the exact view (`current_state`) and the compacted Delta table show it.
         [--json-out FILE] [--record]
 
 - A fresh keyspace gets one CDC table `t (pk int, ck int, v int)`; a writer thread in this process
-  writes `--rate` single-row changes per second through the project's emulator (`bridge.sim`:
-  planned as `bridge.sim.load.bulk_fill` plans them, base and log rows, `cdc$time` stamped when a
+  writes `--rate` single-row changes per second through the project's emulator (`bridge_devstack.sim`:
+  planned as `bridge_devstack.sim.load.bulk_fill` plans them, base and log rows, `cdc$time` stamped when a
   tick's writes are planned, each tick sent before the next is planned) into the real Cassandra.
   Every `--sample-every`-th write is a sample: a new row of the marker partition (`pk = -1`,
   `ck` = the sample's number); its write time is its `cdc$time` (wall clock). The other writes
@@ -65,10 +65,10 @@ from spark_mirror_exact import differences as row_differences
 from worker_bench import properties, start_workers, stop_workers
 
 from bench.results import _git_commit, add_record_flag, command_line, record
-from bridge.sim import Emulator
-from bridge.sim.load import BULK_TABLE_COLUMNS, send_writes
-from bridge.sim.mutation import Cell, PartitionMutation
-from bridge.stack.manager import StackManager
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.load import BULK_TABLE_COLUMNS, send_writes
+from bridge_devstack.sim.mutation import Cell, PartitionMutation
+from bridge_devstack.stack.manager import StackManager
 from tests.spark.jobs import end_offsets, wait_settled
 
 TABLE = "t"

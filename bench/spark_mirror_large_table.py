@@ -49,7 +49,7 @@ from spark_flatten_backlog import _events as events_of
 from spark_flatten_backlog import _run as run_cli
 from spark_mirror_backlog import backlog
 
-from bridge.stack.manager import StackManager
+from bridge_devstack.stack.manager import StackManager
 from tests.spark.jobs import end_offsets
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
-from bridge.stack.manager import StackManager
-from bridge.stack.spark_cluster import SPARK_CLUSTER
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.spark_cluster import SPARK_CLUSTER
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     WorkerProcess,
     read_topic,

@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 from bridge.envelope import EnvelopeSettings
 from bridge.envelope.settings import ConverterKind
 from bridge.kafka.registry import registry_client
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.unit.spark.advanced_envelopes import (
     FULL_AFTER_STATE,
     KEY_COLUMNS,

@@ -19,8 +19,8 @@ from confluent_kafka import Producer
 from bridge.envelope import EnvelopeSettings, KafkaRecord, Translator, build_record_serializer
 from bridge.envelope.settings import ConverterKind
 from bridge.kafka.registry import registry_client
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 
 NOW_US = 1_700_000_000_123_456
 MODES: dict[str, dict[str, str]] = {

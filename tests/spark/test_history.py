@@ -26,9 +26,9 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from bridge.sim import Emulator
 from bridge.spark.fold.reference import FoldSpec, ValueColumn, fold
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import read_topic, start_worker, wait_for, worker_properties, write_properties
 from tests.spark.jobs import start_job, wait_settled, wait_until
 

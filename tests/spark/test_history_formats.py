@@ -29,7 +29,7 @@ from bridge.envelope.records import KafkaRecord
 from bridge.envelope.translate import translate
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.spark.test_advanced_topics import _expected_in_delta, _read, produce
 from tests.unit.envelope.support import STREAM, d, de, make_table
 from tests.unit.spark.advanced_envelopes import VALUE_COLUMNS, AdvancedTable, full_after_history

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
-_PATH = re.compile(r"`(bridge/[\w/]+\.py)`")
+_PATH = re.compile(r"`((?:devstack/bridge_devstack|bridge)/[\w/]+\.py)`")
 
 
 def _section(title: str) -> str:
