@@ -42,7 +42,7 @@ RUN deploy/docker/install-venv /opt/venv deploy/docker/requirements-spark.lock /
 # The job's own session start resolves its packages (`cdc-bridge spark packages`: the Kafka source,
 # Delta) with Spark's Ivy into CDC_BRIDGE_IVY_DIR, once, here: at run time they come from that
 # cache and the job needs no network.
-RUN /opt/venv/bin/python -c "from bridge.spark.session import build_session; build_session().stop()" \
+RUN /opt/venv/bin/python -c "from bridge.spark.core.session import build_session; build_session().stop()" \
     && test -n "$(ls /opt/ivy/jars)"
 
 # ---------------------------------------------------------------- spark: the job's image

@@ -5,7 +5,7 @@
 
 On the running local stack (`cdc-bridge stack up`), in this order:
 1. fills two backlogs with the emulator's bulk mode (log rows only), `--changes` for the main run,
-   `--small` for the comparisons: `--mix realistic` (the default; `bridge.sim.backlog`: a
+   `--small` for the comparisons: `--mix realistic` (the default; `bridge_devstack.sim.backlog`: a
    ten-column table of mixed types and a table with pre-images; inserts, partial updates,
    collection changes, deletes, multi-row records, a few range and partition deletes) or
    `--mix narrow` (single-row updates of (pk, ck, v int)); the catch-up waits for every Kafka
@@ -47,8 +47,8 @@ from confluent_kafka import Consumer
 from bench.ceilings import bridge_session, paging_ceiling, producing_ceiling
 from bench.results import add_record_flag, record_report
 from bench.worker_bench import catchup, fill_backlog, latency, stored_fill
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 
 HERE = Path(__file__).parent
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 
 WORKERS = 6
 ROWS = 200

@@ -47,7 +47,7 @@ from bridge.kafka.registry import registry_client
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.schema import Column, ColumnKind, TableSchema, scalar
-from bridge.testing import InProcessRegistry
+from bridge_devstack.testing import InProcessRegistry
 
 NOW_MICROS = 1_718_022_902_001_000
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_mirror_backlog import differences
 
-from bridge.spark.session import build_session
+from bridge.spark.core.session import build_session
 
 
 def tables(root: Path) -> set[str]:

@@ -30,8 +30,8 @@ from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.events import GroupDiscovered, RecordRead
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.settings import ReaderSettings
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
 
 
 def write_steadily(session: Any, settings: SimSettings, keyspace: str, rate: float, seconds: float,

@@ -35,11 +35,11 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.stack.connect_standalone import ConnectStandalone, connect_lib, peer_dir, peer_jar
-from bridge.stack.cql_proxy import CqlRenamingProxy
-from bridge.stack.layout import Endpoints, port_offset
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.connect_standalone import ConnectStandalone, connect_lib, peer_dir, peer_jar
+from bridge_devstack.stack.cql_proxy import CqlRenamingProxy
+from bridge_devstack.stack.layout import Endpoints, port_offset
 
 sys.path.insert(0, str(Path(__file__).parent))
 from worker_bench import fill_backlog, lookback_ms, process_tree, start_workers, stop_workers, stored_fill, tree_cpu_s

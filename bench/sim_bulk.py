@@ -13,8 +13,8 @@ import json
 import time
 import uuid
 
-from bridge.sim import Emulator
-from bridge.sim.load import LoadGenerator, LoadSpec, bulk_fill
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.load import LoadGenerator, LoadSpec, bulk_fill
 
 
 def main() -> None:

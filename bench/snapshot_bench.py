@@ -34,8 +34,8 @@ from cassandra.cluster import ExecutionProfile
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import tuple_factory
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ceilings import bridge_session

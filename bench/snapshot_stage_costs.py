@@ -35,8 +35,8 @@ from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.snapshot_pages import SnapshotDecoder
 from bridge.scylla.snapshot_scan import snapshot_rows
 from bridge.scylla.table_schema import load_table_schema
-from bridge.stack.layout import Endpoints
 from bridge.worker import tuning as runtime_tuning
+from bridge_devstack.stack.layout import Endpoints
 
 STAGES = ("page", "decode", "rows", "translate", "serialize")
 

@@ -21,10 +21,10 @@ from bridge.scylla.events import GroupDiscovered, RecordRead
 from bridge.scylla.reader import SourceReader
 from bridge.scylla.session import connect
 from bridge.scylla.settings import ReaderSettings
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints
 from bridge.worker import tuning as runtime_tuning
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.layout import Endpoints
 
 sys.path.insert(0, str(Path(__file__).parent))
 from worker_bench import lookback_ms, stored_fill

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench.results import add_record_flag, record_report
-from bridge.sim import Emulator
-from bridge.stack.manager import StackManager
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.manager import StackManager
 from tests.integration.worker.harness import start_worker, worker_properties, write_properties
 from tests.spark import workload
 from tests.spark.jobs import end_offsets, wait_settled
@@ -139,10 +139,10 @@ def main() -> int:
 
 def _spark(endpoints: Any, folder: Path, name: str, topics: list[str], keyspace: str, args: argparse.Namespace,
            emu: Emulator) -> dict[str, Any]:
-    from bridge.spark.decode import ValueFormat
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.core.session import build_session
+    from bridge.spark.core.smt_options import SmtOptions
     from bridge.spark.jobs import RunOptions, SourceOptions, start_flatten, start_mirror
-    from bridge.spark.session import build_session
-    from bridge.spark.smt_options import SmtOptions
 
     began = time.monotonic()
     spark = build_session("local[2]", app_name="cdc-bridge-bench")

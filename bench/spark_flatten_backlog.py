@@ -1,7 +1,7 @@
 """Flatten alone over a big backlog, with the documented command and its defaults
 (`bench/spark_bench.py --flatten-backlog N`).
 
-A `bridge.sim` realistic backlog of N changes (bench/worker_bench.py's fill; `--keyspace` reuses a
+A `bridge_devstack.sim` realistic backlog of N changes (bench/worker_bench.py's fill; `--keyspace` reuses a
 filled one) is carried to Kafka by a real worker writing JSON with schemas (or Avro with
 `--converter avro`); then `cdc-bridge spark flatten --config F --checkpoint D --output-topic
 '{topic}.flat' --available-now` runs as its own process with no tuning flag. Measured:
@@ -51,7 +51,7 @@ def use_cluster(master: str, cores: int) -> None:
     stack up --spark-cluster`), the application given `cores` cores (`spark.cores.max`: one core
     is one of the stack's two 1-core workers)."""
     from bridge.spark import __main__ as entry
-    from bridge.spark.session import ivy_dir, packages
+    from bridge.spark.core.session import ivy_dir, packages
 
     CLI[:] = [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
               "--packages", ",".join(packages()), "--conf", f"spark.jars.ivy={ivy_dir()}",

@@ -30,7 +30,7 @@ from spark_flatten_backlog import _run as run_cli
 from spark_flatten_backlog import _timestamp as timestamp_of
 from spark_mirror_backlog import backlog
 
-from bridge.stack.manager import StackManager
+from bridge_devstack.stack.manager import StackManager
 
 
 def history_backlog(endpoints: Any, changes: int, topics_from: str | None, max_batches: int | None,

@@ -1,7 +1,7 @@
 """The mirror alone over a big backlog, with the documented command and its defaults
 (`bench/spark_bench.py --mirror-backlog N`).
 
-A `bridge.sim` realistic backlog of N changes (tables `wide` and `imaged`, 10,000 and 500
+A `bridge_devstack.sim` realistic backlog of N changes (tables `wide` and `imaged`, 10,000 and 500
 partitions of 20 rows: up to 210,000 keys; inserts, partial updates, element changes, row, range
 and partition deletes) is carried to Kafka by a real worker writing JSON with schemas (or Avro,
 `--converter avro`), with the dropped-changes topic on (`--keyspace` reuses a filled keyspace;
@@ -212,7 +212,7 @@ def mirror_backlog(endpoints: Any, changes: int, keyspace: str | None, topics_fr
             "stage_calls_batch_1": jobs.get(1, {}).get("stage_calls"),
         })
     if compare_with:
-        from bridge.spark.session import build_session
+        from bridge.spark.core.session import build_session
 
         spark = build_session("local[2]", app_name="cdc-bridge-bench-compare")
         try:

@@ -1,7 +1,7 @@
 """The mirror against its source, at a backlog's size (issue 31's acceptance: the documented
 command with no tuning flag over >= 300,000 JSON-with-schemas records: exact, no OOM).
 
-A realistic backlog (bridge/sim/backlog.py: inserts, partial updates, element changes, row,
+A realistic backlog (devstack/bridge_devstack/sim/backlog.py: inserts, partial updates, element changes, row,
 range and partition deletes, multi-row writes) is written with its base rows, so that Cassandra
 holds each table's final state, into `--partitions` partitions of up to 20 rows (the default,
 50,000, gave 194,272 rows for 300,000 changes). A real worker carries it to Kafka (JSON
@@ -92,9 +92,9 @@ def main() -> int:
 
     from cassandra.cluster import Cluster
 
-    from bridge.sim.emulator import Emulator
-    from bridge.spark.session import build_session
-    from bridge.stack.manager import StackManager
+    from bridge.spark.core.session import build_session
+    from bridge_devstack.sim.emulator import Emulator
+    from bridge_devstack.stack.manager import StackManager
 
     endpoints = StackManager.default().endpoints
     keyspace = args.keyspace or f"exact_{uuid.uuid4().hex[:8]}"

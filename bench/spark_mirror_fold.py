@@ -1,4 +1,4 @@
-"""The mirror's fold alone (`bridge.spark.mirror_fold.fold_rows`) over a cached frame of N events
+"""The mirror's fold alone (`bridge.spark.fold.events.fold_rows`) over a cached frame of N events
 of 20 value columns (12 ints, 4 strings, a set, a list and a map with element changes; inserts,
 updates and deletes, three events per key): wall time and CPU-seconds of the session's process
 tree (the JVM and its Python workers) per run, the load beside each.
@@ -21,8 +21,8 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.session import build_session
-from bridge.spark.shape import ColumnShape
+from bridge.spark.core.session import build_session
+from bridge.spark.core.shape import ColumnShape
 
 ENTRY = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.IntegerType())])
 VALUES = [*(ColumnShape(f"c{i}", False, T.IntegerType()) for i in range(12)),
@@ -59,8 +59,7 @@ def tree_cpu_seconds() -> float:
 
 def fold_module(path: str | None) -> Any:
     if path is None:
-        from bridge.spark import mirror_fold
-
+        from bridge.spark.fold import events as mirror_fold
         return mirror_fold
     spec = importlib.util.spec_from_file_location("other_mirror_fold", path)
     assert spec is not None and spec.loader is not None

@@ -5,8 +5,8 @@ the exact view (`current_state`) and the compacted Delta table show it.
         [--json-out FILE] [--record]
 
 - A fresh keyspace gets one CDC table `t (pk int, ck int, v int)`; a writer thread in this process
-  writes `--rate` single-row changes per second through the project's emulator (`bridge.sim`:
-  planned as `bridge.sim.load.bulk_fill` plans them, base and log rows, `cdc$time` stamped when a
+  writes `--rate` single-row changes per second through the project's emulator (`bridge_devstack.sim`:
+  planned as `bridge_devstack.sim.load.bulk_fill` plans them, base and log rows, `cdc$time` stamped when a
   tick's writes are planned, each tick sent before the next is planned) into the real Cassandra.
   Every `--sample-every`-th write is a sample: a new row of the marker partition (`pk = -1`,
   `ck` = the sample's number); its write time is its `cdc$time` (wall clock). The other writes
@@ -16,7 +16,7 @@ the exact view (`current_state`) and the compacted Delta table show it.
   as a user starts it (default trigger, no tuning flag) from a few warm-up writes on; the measured
   writes begin once its first micro-batch is done.
 - This process polls (every `--poll-s`, each poll bounded by Spark's own time) the marker
-  partition in the exact view (`bridge.spark.mirror_view.current_state`, docs/spark.md "Reading
+  partition in the exact view (`bridge.spark.mirror.view.current_state`, docs/spark.md "Reading
   the mirror") and in the compacted table (`spark.read.format("delta")` of `PATH/<ks>/t`), in its
   own Spark session (local[1]). A sample counts as visible when `current_state` (which folds the
   pending changes: most of a poll's time) returned for the first poll that shows it: an upper
@@ -65,10 +65,10 @@ from spark_mirror_exact import differences as row_differences
 from worker_bench import properties, start_workers, stop_workers
 
 from bench.results import _git_commit, add_record_flag, command_line, record
-from bridge.sim import Emulator
-from bridge.sim.load import BULK_TABLE_COLUMNS, send_writes
-from bridge.sim.mutation import Cell, PartitionMutation
-from bridge.stack.manager import StackManager
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.load import BULK_TABLE_COLUMNS, send_writes
+from bridge_devstack.sim.mutation import Cell, PartitionMutation
+from bridge_devstack.stack.manager import StackManager
 from tests.spark.jobs import end_offsets, wait_settled
 
 TABLE = "t"
@@ -165,7 +165,7 @@ class Poller:
     def _markers(self, exact: bool) -> tuple[set[int], float, float]:
         from pyspark.sql import functions as F
 
-        from bridge.spark.mirror_view import current_state
+        from bridge.spark.mirror.view import current_state
 
         began = time.time()
         if exact:
@@ -234,7 +234,7 @@ def main() -> int:
     add_record_flag(parser)
     args = parser.parse_args()
 
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
 
     endpoints = StackManager.default().endpoints
     load_start = os.getloadavg()
@@ -352,7 +352,7 @@ def main() -> int:
             "poll_errors": poller.errors[:5],
         })
         # the view against Cassandra, row for row (all writes are in Kafka and the view by now)
-        from bridge.spark.mirror_view import current_state
+        from bridge.spark.mirror.view import current_state
 
         report["exact"] = row_differences(cassandra_rows(emu.session, keyspace, TABLE),
                                           frame_rows(current_state(spark, str(root), keyspace, TABLE)))

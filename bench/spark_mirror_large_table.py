@@ -49,7 +49,7 @@ from spark_flatten_backlog import _events as events_of
 from spark_flatten_backlog import _run as run_cli
 from spark_mirror_backlog import backlog
 
-from bridge.stack.manager import StackManager
+from bridge_devstack.stack.manager import StackManager
 from tests.spark.jobs import end_offsets
 
 
@@ -76,7 +76,7 @@ def grow(small: Path, large: Path, rows: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
 
     shutil.copytree(small, large)
     spark = build_session("local[2]", app_name="cdc-bridge-bench-grow")
@@ -109,7 +109,7 @@ def grow(small: Path, large: Path, rows: int) -> dict[str, Any]:
 
 def cluster(table: Path) -> dict[str, Any]:
     """Cluster the table by its key columns (liquid clustering, then OPTIMIZE): seconds and files."""
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
 
     spark = build_session("local[2]", app_name="cdc-bridge-bench-cluster")
     try:

@@ -34,8 +34,8 @@ from bridge.scylla.session import connect
 from bridge.scylla.settings import ReaderSettings
 from bridge.scylla.stream_id import StreamId
 from bridge.scylla.table_schema import load_table_schema
-from bridge.stack.layout import Endpoints
 from bridge.worker import tuning as runtime_tuning
+from bridge_devstack.stack.layout import Endpoints
 
 STAGES = ("page", "decode", "translate", "serialize")
 

@@ -7,7 +7,7 @@
 `--keyspace` reuses a filled one), then starts the workers with no offsets and times until a
 read_committed consumer has every Kafka record the bridge must produce for them. `--mix narrow`
 (the default): N single-row updates of table `t` (pk, ck, v int), one envelope each.
-`--mix realistic`: `bridge.sim.backlog` (tables `wide`, ten mixed-type columns, and `imaged`,
+`--mix realistic`: `bridge_devstack.sim.backlog` (tables `wide`, ten mixed-type columns, and `imaged`,
 pre-images on and `experimental.preimages.enabled`): inserts, partial updates, collection
 changes, deletes (an envelope and a tombstone each), multi-row records, range and partition
 deletes (dropped, no envelope); the expected count is computed from the records written and kept
@@ -41,11 +41,11 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from bridge.sim import Emulator
-from bridge.sim.backlog import realistic_fill
-from bridge.sim.load import bulk_fill
-from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints, StackLayout
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.backlog import realistic_fill
+from bridge_devstack.sim.load import bulk_fill
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.layout import Endpoints, StackLayout
 
 sys.path.insert(0, str(Path(__file__).parent))
 from latency_reader import percentile, write_log_rows_steadily
@@ -392,7 +392,7 @@ def main() -> int:
                     help="worker.processes of each worker (a supervisor of N worker processes); CPU and RSS "
                          "count them")
     up.add_argument("--mix", choices=["narrow", "realistic"], default="narrow",
-                    help="narrow: single-row updates of (pk, ck, v int); realistic: bridge.sim.backlog's mix")
+                    help="narrow: single-row updates of (pk, ck, v int); realistic: bridge_devstack.sim.backlog's mix")
     up.add_argument("--keyspace", help="reuse a keyspace filled by an earlier run (its mix and tables)")
     up.add_argument("--timeout", type=float, default=900)
     up.add_argument("--profile", metavar="FILE", help="py-spy the first worker into FILE (collapsed stacks)")

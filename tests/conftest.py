@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bridge.stack.layout import Endpoints
-from bridge.stack.manager import StackManager
+from bridge_devstack.stack.layout import Endpoints
+from bridge_devstack.stack.manager import StackManager
 
 
 def _unique(request: pytest.FixtureRequest, prefix: str) -> str:

@@ -23,15 +23,13 @@ _COMMANDS: dict[str, str] = {
     "stop": "bridge.cli.control",
     "restart": "bridge.cli.control",
     "config": "bridge.cli.config",
-    "stack": "bridge.cli.stack",
-    "sim": "bridge.cli.sim",
-    "demo": "bridge.cli.demo",
     "spark": "bridge.cli.spark",
 }
 
 
 # Other distributions add commands here (name = module with a `register(commands)`), e.g. the
-# development bench's `stack`, `sim` and `demo`: a product-only install lists the product's own.
+# development distribution's (devstack/pyproject.toml) `stack`, `sim` and `demo`: a product-only
+# install lists the product's own.
 PLUGIN_GROUP = "cdc_bridge.commands"
 
 

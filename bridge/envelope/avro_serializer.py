@@ -33,7 +33,7 @@ MAGIC_BYTE = 0
 class SchemaRegistry(Protocol):
     """What the serializer needs of a registry: register an Avro schema text under a subject and
     get its id. `bridge.kafka.registry.registry_client` is the real one (confluent-kafka's client, kept
-    out of this package, which does no I/O of its own), `bridge.testing.InProcessRegistry` the
+    out of this package, which does no I/O of its own), `bridge_devstack.testing.InProcessRegistry` the
     in-memory twin."""
 
     def register_avro(self, subject: str, schema_text: str) -> int: ...

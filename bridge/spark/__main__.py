@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from bridge.cli.spark import main
+from bridge.spark.command import main
 
 if __name__ == "__main__":
     sys.exit(main())

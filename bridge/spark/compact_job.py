@@ -2,7 +2,7 @@
 maintenance job beside (or instead of) the streaming mirror's own compactions.
 
 It folds one version of each changelog and removes exactly what it folded
-(`mirror_changelog.ChangeLog.clear`), so a mirror appending meanwhile loses nothing. Two
+(`mirror.changelog.ChangeLog.clear`), so a mirror appending meanwhile loses nothing. Two
 compactions of one table at once (this command and the mirror's own) cannot both commit their
 MERGE: Delta refuses the second with a concurrent-modification error, and this command then
 tries that table again, after a pause, from the changelog's new version.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 if TYPE_CHECKING:
-    from bridge.spark.mirror import MirrorWriter
+    from bridge.spark.mirror.writer import MirrorWriter
 
 log = structlog.get_logger(__name__)
 ATTEMPTS = 5
@@ -26,10 +26,10 @@ ATTEMPTS = 5
 
 def run_compact(root: str, tables: list[str], master: str | None, spark_log: Path | None, verbose: bool) -> int:
     """Compact `tables` (`keyspace.table`; default: every table with a changelog under `root`)."""
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.mirror import MirrorWriter
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.core.session import build_session
+    from bridge.spark.mirror.writer import MirrorWriter
     from bridge.spark.runner import spark_log_file
-    from bridge.spark.session import build_session
 
     chosen = []
     for text in tables:

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from bridge.spark.errors import SparkJobError
+from bridge.spark.core.errors import SparkJobError
 from bridge.spark.runner import JobRequest, run_job
 
 # The history's default `--max-offsets-per-trigger`: each table's micro-batch costs ~10 s of
@@ -19,9 +19,9 @@ HISTORY_BATCH_CAP = 500_000
 
 def start_history(spark: Any, source: Any, run: Any, *, root: str, track_on: tuple[str, ...] = (),
                   track_except: tuple[str, ...] = ()) -> Any:
-    from bridge.spark.history import HistoryWriter
+    from bridge.spark.core.kafka_ranges import KafkaRanges
+    from bridge.spark.history.writer import HistoryWriter
     from bridge.spark.jobs import avro_decoder, folding_source, kafka_options, read_stream, start
-    from bridge.spark.kafka_ranges import KafkaRanges
 
     problem = source.cdc.mirror_problem()  # the history rebuilds rows as the mirror does
     if problem is not None:
@@ -58,8 +58,8 @@ def run_history(job: JobRequest, *, root: str, track_on: tuple[str, ...], track_
 def run_as_of(path: str, timestamp: str, master: str | None, limit: int) -> int:
     """Print the state of the history table at `path` at `timestamp` (microseconds since the
     epoch, or a timestamp text in UTC), one JSON row per line."""
-    from bridge.spark.history import as_of
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
+    from bridge.spark.history.writer import as_of
 
     at: str | int = int(timestamp) if timestamp.isdigit() else timestamp
     spark = build_session(master, conf={"spark.sql.session.timeZone": "UTC"})

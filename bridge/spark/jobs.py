@@ -24,13 +24,16 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.decode import Group, ValueFormat, decode, prepare
-from bridge.spark.errors import SparkJobError
-from bridge.spark.flatten import flatten, output_topic
-from bridge.spark.kafka_ranges import KafkaRanges
-from bridge.spark.kafka_sink import KafkaOutput
-from bridge.spark.kafka_tasks import (
+from bridge.spark.core.cdc_format import CdcFormat
+from bridge.spark.core.decode import Group, ValueFormat, decode, prepare
+from bridge.spark.core.errors import SparkJobError
+from bridge.spark.core.kafka_ranges import KafkaRanges
+from bridge.spark.core.record_flattener import Flattener, RecordFlattener
+from bridge.spark.core.session import query_scoped
+from bridge.spark.core.smt_options import SmtOptions
+from bridge.spark.flatten.flatten import flatten, output_topic
+from bridge.spark.flatten.kafka_sink import KafkaOutput
+from bridge.spark.flatten.kafka_tasks import (
     FLAT_SCHEMA,
     RESULT_SCHEMA,
     Fault,
@@ -39,10 +42,7 @@ from bridge.spark.kafka_tasks import (
     flatten_partition,
     produce_partition,
 )
-from bridge.spark.mirror import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES, MirrorQuery, MirrorWriter
-from bridge.spark.record_flattener import Flattener, RecordFlattener
-from bridge.spark.session import query_scoped
-from bridge.spark.smt_options import SmtOptions
+from bridge.spark.mirror.writer import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES, MirrorQuery, MirrorWriter
 
 log = structlog.get_logger(__name__)
 DEFAULT_COMMIT_TOPIC = "cdc-bridge-spark-commits"
@@ -108,7 +108,7 @@ SOURCE_FETCH = {"max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": s
 
 def kafka_options(source: SourceOptions) -> dict[str, str]:
     """The Kafka source's options but the offsets and topics: the stream's, and the mirror's
-    re-reads of a topic's offsets in a micro-batch (`kafka_ranges`)."""
+    re-reads of a topic's offsets in a micro-batch (`core.kafka_ranges`)."""
     options = {"kafka.bootstrap.servers": source.bootstrap_servers, "kafka.isolation.level": "read_committed",
                "includeHeaders": "true", "failOnDataLoss": "true"}
     options.update({f"kafka.{key}": value for key, value in {**SOURCE_FETCH, **source.kafka}.items()})
@@ -132,7 +132,7 @@ def read_stream(spark: SparkSession, source: SourceOptions) -> DataFrame:
 def avro_decoder(source: SourceOptions) -> Callable[[DataFrame], Iterator[Group]] | None:
     if source.value_format is not ValueFormat.AVRO:
         return None
-    from bridge.spark.avro import AvroDecoder
+    from bridge.spark.core.avro import AvroDecoder
 
     assert source.registry_url is not None
     return AvroDecoder(source.registry_url, advanced=source.cdc.advanced)
@@ -152,7 +152,7 @@ class FlattenWriter:
                      if topic_rule is not None else None)
         self.fault = Fault.from_env()
         # JSON with schemas (the documented default) or Avro into Kafka only: the tasks flatten
-        # each record in Python as they produce it (bridge.spark.record_flattener), in one Spark job.
+        # each record in Python as they produce it (bridge.spark.core.record_flattener), in one Spark job.
         self.flattens_in_tasks = (source.value_format in (ValueFormat.JSON_SCHEMAS, ValueFormat.AVRO)
                                   and delta_root is None and topic_rule is not None)
 
@@ -224,7 +224,7 @@ class FlattenWriter:
         def flattener() -> Flattener:  # runs in the task
             if registry is None:
                 return RecordFlattener(smt, schemas_out)
-            from bridge.spark.avro import AvroDecoder, AvroRecordFlattener
+            from bridge.spark.core.avro import AvroDecoder, AvroRecordFlattener
 
             return AvroRecordFlattener(smt, schemas_out, AvroDecoder(registry))
 

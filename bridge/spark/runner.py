@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.settings import ConfigError, load_config
-from bridge.spark.errors import SparkJobError
+from bridge.spark.core.errors import SparkJobError
 
 StartQuery = Callable[[Any, Any, Any], Any]  # (spark, SourceOptions, RunOptions) -> StreamingQuery
 
@@ -56,8 +56,8 @@ class JobRequest:
 
 def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | None, delta_root: str | None,
                 schemas_out: bool | None, commit_topic: str) -> int:
+    from bridge.spark.core.smt_options import SmtOptions
     from bridge.spark.jobs import start_flatten
-    from bridge.spark.smt_options import SmtOptions
 
     def start(spark: Any, source: Any, run: Any) -> Any:
         smt = SmtOptions.from_properties(pairs(options, "--option"), advanced_input=source.cdc.advanced)
@@ -70,7 +70,7 @@ def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | No
 def run_mirror(job: JobRequest, *, delta_root: str, compact_every_batches: int | None = None,
                compact_every_changes: int | None = None) -> int:
     from bridge.spark.jobs import start_mirror
-    from bridge.spark.mirror import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES
+    from bridge.spark.mirror.writer import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES
 
     def start(spark: Any, source: Any, run: Any) -> Any:
         return start_mirror(spark, source, run, delta_root=delta_root,
@@ -100,8 +100,8 @@ def pairs(values: Sequence[str], flag: str) -> dict[str, str]:
 def source_options(job: JobRequest) -> Any:
     """The Kafka source: the worker's file gives topics (`topic.prefix` + `scylla.table.names`), the
     value converter, the registry, `dropped.changes.topic` and `kafka.*`; flags override it."""
-    from bridge.spark.cdc_format import CdcFormat
-    from bridge.spark.decode import ValueFormat
+    from bridge.spark.core.cdc_format import CdcFormat
+    from bridge.spark.core.decode import ValueFormat
     from bridge.spark.jobs import SourceOptions
 
     topics: list[str] = []
@@ -154,7 +154,7 @@ def spark_log_file(chosen: Path | None, verbose: bool, master: str | None, name:
     under spark-submit (master None), where the JVM writes to the console."""
     import structlog
 
-    from bridge.spark.spark_log import default_path
+    from bridge.spark.core.spark_log import default_path
 
     if verbose or master is None:
         return None
@@ -165,11 +165,11 @@ def spark_log_file(chosen: Path | None, verbose: bool, master: str | None, name:
 
 def run_job(job: JobRequest, start: StartQuery, preflight: Callable[[Any], None] | None = None) -> int:
     from bridge.observability import configure_logging
-    from bridge.spark.executors import check_executor_python
-    from bridge.spark.fatal import explain, fail, failure_line, start_line, watch_jvm
+    from bridge.spark.core.executors import check_executor_python
+    from bridge.spark.core.fatal import explain, fail, failure_line, start_line, watch_jvm
+    from bridge.spark.core.progress import ProgressLogger
+    from bridge.spark.core.session import build_session
     from bridge.spark.jobs import RunOptions
-    from bridge.spark.progress import ProgressLogger
-    from bridge.spark.session import build_session
 
     configure_logging()
     try:

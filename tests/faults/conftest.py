@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.faults.lab import FaultLab
 from tests.integration.worker.harness import WorkerProcess, start_worker, write_properties
 

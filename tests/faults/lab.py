@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 
 from confluent_kafka.admin import AdminClient
 
-from bridge.stack import toxiproxy
-from bridge.stack.kafka_cluster import ClusterClient, ClusterPorts, KafkaCluster
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.toxiproxy import Proxy, Toxiproxy
+from bridge_devstack.stack import toxiproxy
+from bridge_devstack.stack.kafka_cluster import ClusterClient, ClusterPorts, KafkaCluster
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.toxiproxy import Proxy, Toxiproxy
 from tests.integration.worker.harness import read_topic, worker_properties
 
 WORKERS = ("WA", "WB")

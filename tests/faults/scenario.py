@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import WorkerProcess, free_port, http_get, wait_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 from tests.faults.lab import FaultLab
 from tests.faults.scenario import begin, check_exactly_once, wait_until_ready
 from tests.integration.worker.harness import WorkerProcess

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.faults.scenario import begin, check_exactly_once, start_both, wait_until_ready
 from tests.integration.worker.harness import CLI, WorkerProcess, metric_samples, wait_for

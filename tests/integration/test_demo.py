@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bridge.sim import demo
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import demo
+from bridge_devstack.stack.layout import Endpoints
 
 
 def test_demo_shows_four_events_and_the_tombstone(stack: Endpoints) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.manager import StackManager
-from bridge.stack.process import StackError, pid_alive, port_open
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.process import StackError, pid_alive, port_open
 
 PORT_OFFSET = port_offset(20000)  # beside the run's own stack, whatever its offset
 CLI = [sys.executable, "-m", "bridge.cli", "stack"]

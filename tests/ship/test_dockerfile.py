@@ -120,7 +120,7 @@ def test_spark_image_bakes_the_jobs_packages() -> None:
     build = _stages()["spark-build"]
     assert any("CDC_BRIDGE_IVY_DIR=/opt/ivy" in i.arguments for i in build.all("ENV"))
     runs = " ".join(r.arguments for r in build.all("RUN"))
-    assert "from bridge.spark.session import build_session; build_session().stop()" in runs
+    assert "from bridge.spark.core.session import build_session; build_session().stop()" in runs
     assert "deploy/docker/spark-entrypoint /opt/venv/bin/spark-entrypoint" in runs
     copies = [c.arguments for c in _stages()["spark"].all("COPY")]
     assert "--from=spark-build --chown=10001:10001 /opt/ivy /opt/ivy" in copies

@@ -299,7 +299,7 @@ def test_pdb_covers_the_workers(sasl: Rendered) -> None:
 
 def test_spark_application_runs_the_spark_job_with_the_workers_config(full: Rendered) -> None:
     from bridge.cli import build_parser
-    from bridge.spark.session import packages
+    from bridge.spark.core.session import packages
 
     app = full.one("SparkApplication")["spec"]
     assert app["image"] == "registry.example.com/scylla-cdc-bridge-spark:0.1.0"

@@ -80,7 +80,7 @@ def test_the_jobs_are_the_documented_commands_on_the_image(manifests: list[dict[
     from importlib import metadata
 
     from bridge.cli import build_parser
-    from bridge.spark.session import packages
+    from bridge.spark.core.session import packages
 
     apps = _apps(manifests)
     assert set(apps) == set(JOBS)

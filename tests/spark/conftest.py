@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
-from bridge.stack.manager import StackManager
-from bridge.stack.spark_cluster import SPARK_CLUSTER
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.spark_cluster import SPARK_CLUSTER
 
 
 @pytest.fixture(scope="session")
 def spark(stack: Endpoints) -> Iterator[Any]:
-    from bridge.spark.session import build_session
+    from bridge.spark.core.session import build_session
     from tests.spark.jobs import TEST_JVM_OPTIONS
 
     session = build_session("local[2]", app_name="cdc-bridge-tests",

@@ -176,7 +176,7 @@ def submit_command(master: str, args: list[str]) -> list[str]:
     The tests' JVMs compile with C1 only (TEST_JVM_OPTIONS) and serve no UI; two shuffle
     partitions and Delta snapshot partitions suit the 2-core cluster."""
     from bridge.spark import __main__ as entry
-    from bridge.spark.session import ivy_dir, packages
+    from bridge.spark.core.session import ivy_dir, packages
 
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
             "--packages", ",".join(packages()), "--conf", f"spark.jars.ivy={ivy_dir()}",
@@ -191,8 +191,8 @@ def submit_command(master: str, args: list[str]) -> list[str]:
 def submit_job(master: str, args: list[str], log_dir: Path, checkpoint: Path) -> SparkJob:
     """spark-submit in client mode (the driver here, the executors on the cluster's workers). Ivy
     resolves `--packages` inside spark-submit, before the driver starts: that holds the Ivy
-    cache's lock (bridge/spark/session.py) until the driver's SparkContext starts."""
-    from bridge.spark.session import ivy_lock
+    cache's lock (bridge/spark/core/session.py) until the driver's SparkContext starts."""
+    from bridge.spark.core.session import ivy_lock
 
     log_path = log_dir / f"spark-submit-{uuid.uuid4().hex[:6]}.log"
     # spark-submit finds SPARK_HOME with the first python on PATH: this venv's, as when it is active

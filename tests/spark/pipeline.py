@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     WorkerProcess,
     read_topic,
@@ -114,7 +114,7 @@ def killed_then_resumed(pipeline: Pipeline, args: list[str], label: str, during:
 def assert_mirror_equals_base_tables(pipeline: Pipeline, spark: Any, cassandra_session: Any, delta: Path) -> None:
     """After an --available-now run: its end-of-run compaction left nothing pending, and both the
     Delta table and the current-state view equal the base table."""
-    from bridge.spark.mirror_view import current_state
+    from bridge.spark.mirror.view import current_state
 
     for table in workload.TABLES:
         base = workload.base_rows(cassandra_session, pipeline.keyspace, table)

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import read_topic, start_worker, worker_properties, write_properties
 from tests.spark import workload
 from tests.spark.jobs import read_committed, start_job

@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 from bridge.envelope import EnvelopeSettings
 from bridge.envelope.settings import ConverterKind
 from bridge.kafka.registry import registry_client
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.unit.spark.advanced_envelopes import (
     FULL_AFTER_STATE,
     KEY_COLUMNS,
@@ -97,11 +97,11 @@ EXPECTED_FLAT = [  # the post-images of c, u, c, (d dropped), c, r, u, in offset
 @pytest.mark.parametrize("value_format", FORMATS)
 def test_flatten_gives_the_post_images_and_drops_the_imageless_delete(spark: Any, stack: Endpoints,
                                                                       value_format: str) -> None:
-    from bridge.spark.avro import AvroDecoder, AvroRecordFlattener
-    from bridge.spark.decode import ValueFormat, decode
-    from bridge.spark.flatten import flatten
-    from bridge.spark.record_flattener import Flattener, RecordFlattener
-    from bridge.spark.smt_options import SmtOptions
+    from bridge.spark.core.avro import AvroDecoder, AvroRecordFlattener
+    from bridge.spark.core.decode import ValueFormat, decode
+    from bridge.spark.core.record_flattener import Flattener, RecordFlattener
+    from bridge.spark.core.smt_options import SmtOptions
+    from bridge.spark.flatten.flatten import flatten
 
     table = AdvancedTable(f"adv{uuid.uuid4().hex[:8]}", "ks", "t")
     _produce(stack, table, value_format)
@@ -168,11 +168,11 @@ def _expected_in_delta(state: dict[str, Any]) -> dict[str, Any]:
 ])
 def test_mirror_with_full_post_images_equals_the_table(spark: Any, stack: Endpoints, tmp_path: Path,
                                                        value_format: str, placement: str) -> None:
-    from bridge.spark.cdc_format import CdcFormat
-    from bridge.spark.decode import ValueFormat
+    from bridge.spark.core.cdc_format import CdcFormat
+    from bridge.spark.core.decode import ValueFormat
     from bridge.spark.jobs import SourceOptions, avro_decoder
-    from bridge.spark.mirror import MirrorWriter
-    from bridge.spark.mirror_view import current_state
+    from bridge.spark.mirror.view import current_state
+    from bridge.spark.mirror.writer import MirrorWriter
 
     table = AdvancedTable(f"advm{uuid.uuid4().hex[:8]}", "ks", "t", frozenset(placement.split(",")))
     _produce(stack, table, value_format)
@@ -206,9 +206,9 @@ def test_a_new_checkpoints_micro_batches_from_0_again_are_written(spark: Any, st
     streaming query: Spark keeps the query's id in the checkpoint and sets it on the thread that
     runs foreachBatch, and numbers the micro-batches from 0 again. They must be written, not taken
     for the earlier checkpoint's (Delta's idempotent writes once keyed them by the name alone)."""
-    from bridge.spark.cdc_format import CdcFormat
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.mirror import MirrorWriter
+    from bridge.spark.core.cdc_format import CdcFormat
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.mirror.writer import MirrorWriter
 
     table = AdvancedTable(f"advq{uuid.uuid4().hex[:8]}", "ks", "t", frozenset({"kafka-key", "payload-after"}))
     _produce(stack, table, "json-schemas")

@@ -1,5 +1,5 @@
 """The streaming jobs on a real Spark standalone cluster (the stack's master and two 1-core
-workers, bridge/stack/spark_cluster.py), submitted as docs/spark.md says ("On a standalone
+workers, devstack/bridge_devstack/stack/spark_cluster.py), submitted as docs/spark.md says ("On a standalone
 cluster"): spark-submit in client mode with the packages, the driver here and the executors in
 the workers' JVMs and Python processes. The same workload and checks as the local-mode
 test_streaming_jobs.py: each job SIGKILLed mid-stream (its driver: the executors go with it) and
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from bridge.stack.layout import Endpoints, StackLayout
-from bridge.stack.spark_cluster import SPARK_CLUSTER
+from bridge_devstack.stack.layout import Endpoints, StackLayout
+from bridge_devstack.stack.spark_cluster import SPARK_CLUSTER
 from tests.spark.jobs import SparkJob, submit_command, submit_job, wait_settled
 from tests.spark.pipeline import (
     FLATTEN_ARGS,

@@ -1,5 +1,5 @@
 """Flatten to Kafka under failures, through real processes: a task that fails inside a
-micro-batch (the test-only fault of bridge/spark/kafka_tasks.py), retried by Spark or ending the
+micro-batch (the test-only fault of bridge/spark/flatten/kafka_tasks.py), retried by Spark or ending the
 job, and a job whose JVM runs out of heap. After each, the flattened topics read read_committed
 hold each change of the source topics exactly once (the SIGKILL case is in
 test_streaming_jobs.py). The workload is the module fixture of test_streaming_jobs.py (a real

@@ -19,8 +19,8 @@ from confluent_kafka import Producer
 from bridge.envelope import EnvelopeSettings, KafkaRecord, Translator, build_record_serializer
 from bridge.envelope.settings import ConverterKind
 from bridge.kafka.registry import registry_client
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 
 NOW_US = 1_700_000_000_123_456
 MODES: dict[str, dict[str, str]] = {
@@ -109,10 +109,10 @@ def flattened(spark: Any, stack: Endpoints, prefix: str, schemas: bool, schemas_
     """{mode: [(topic kind, value text, headers)]} in topic/offset order, in one Spark job."""
     from pyspark.sql import functions as F
 
-    from bridge.spark.avro import AvroDecoder
-    from bridge.spark.decode import ValueFormat, decode
-    from bridge.spark.flatten import flatten
-    from bridge.spark.smt_options import SmtOptions
+    from bridge.spark.core.avro import AvroDecoder
+    from bridge.spark.core.decode import ValueFormat, decode
+    from bridge.spark.core.smt_options import SmtOptions
+    from bridge.spark.flatten.flatten import flatten
 
     batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", stack.kafka_bootstrap)
              .option("subscribePattern", prefix + r"\..*").option("includeHeaders", "true")
@@ -295,9 +295,9 @@ def test_the_tasks_record_flattener_writes_what_the_spark_flattening_writes(
     byte for byte but for the escapes of characters beyond U+FFFF, and drops the same records
     as the Spark-expression flattening; the snapshot row (data@4) gives what the insert (data@0)
     gives, with `r` for `c` in the added op."""
-    from bridge.spark.avro import AvroDecoder, AvroRecordFlattener
-    from bridge.spark.record_flattener import Flattener, RecordFlattener
-    from bridge.spark.smt_options import SmtOptions
+    from bridge.spark.core.avro import AvroDecoder, AvroRecordFlattener
+    from bridge.spark.core.record_flattener import Flattener, RecordFlattener
+    from bridge.spark.core.smt_options import SmtOptions
 
     avro = source.endswith("avro")
     prefix = written["true"].prefix if source == "golden" else typed[source.split()[1]]

@@ -8,7 +8,7 @@ after newer ones), one of them replayed; then `cdc-bridge spark history` runs ov
 topics, SIGKILLed after a micro-batch and resumed.
 
 At a dozen instants T the history's state at T (`as_of`) equals the reference fold
-(`bridge.spark.fold`) of the writes with a timestamp at or before T, and at the end equals
+(`bridge.spark.fold.reference`) of the writes with a timestamp at or before T, and at the end equals
 Cassandra; the killed-and-resumed job's history equals the in-process one row for row, and its
 micro-batches continued some known keys from their open versions (in order) rather than
 recomputing every one."""
@@ -26,9 +26,9 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from bridge.sim import Emulator
-from bridge.spark.fold import FoldSpec, ValueColumn, fold
-from bridge.stack.layout import Endpoints
+from bridge.spark.fold.reference import FoldSpec, ValueColumn, fold
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import read_topic, start_worker, wait_for, worker_properties, write_properties
 from tests.spark.jobs import start_job, wait_settled, wait_until
 
@@ -129,7 +129,7 @@ def _canonical(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def history_at(spark: Any, path: str, at: int) -> dict[tuple[int, int], dict[str, Any]]:
-    from bridge.spark.history import as_of
+    from bridge.spark.history.writer import as_of
 
     rows = as_of(spark, path, at).collect()
     return {(r["pk"], r["ck"]): _canonical({c.name: r[c.name] for c in SPEC.value_columns}) for r in rows}
@@ -190,8 +190,8 @@ def test_history_is_exact_at_every_instant(stack: Endpoints, spark: Any, cassand
                                            history_table: tuple[str, Emulator], tmp_path: Path) -> None:
     from delta.tables import DeltaTable
 
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.history import HistoryWriter
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.history.writer import HistoryWriter
 
     name, emu = history_table
     bridge = f"hi-{uuid.uuid4().hex[:8]}"

@@ -29,7 +29,7 @@ from bridge.envelope.records import KafkaRecord
 from bridge.envelope.translate import translate
 from bridge.scylla.cdc_time import timeuuid_for
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.spark.test_advanced_topics import _expected_in_delta, _read, produce
 from tests.unit.envelope.support import STREAM, d, de, make_table
 from tests.unit.spark.advanced_envelopes import VALUE_COLUMNS, AdvancedTable, full_after_history
@@ -57,7 +57,7 @@ def _micros(value: datetime.datetime | None) -> int | None:
 
 
 def _check_as_of(spark: Any, path: str, versions: list[Version], instants: tuple[int, ...]) -> None:
-    from bridge.spark.history import as_of
+    from bridge.spark.history.writer import as_of
 
     for at in instants:
         holding = {v[0]: v[5] for v in versions if v[1] <= at and (v[2] is None or v[2] > at)}
@@ -102,9 +102,9 @@ def test_history_of_advanced_records(spark: Any, stack: Endpoints, tmp_path: Pat
                                      placement: str) -> None:
     """Full post-images in Avro (key from the Kafka key, micro-batch re-run) and in JSON without
     schemas (key from the payload key): one version per image, ended by the next or the delete."""
-    from bridge.spark.cdc_format import CdcFormat
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.history import HistoryWriter
+    from bridge.spark.core.cdc_format import CdcFormat
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.history.writer import HistoryWriter
     from bridge.spark.jobs import SourceOptions, avro_decoder
 
     table = AdvancedTable(f"advh{uuid.uuid4().hex[:8]}", "ks", "t", frozenset(placement.split(",")))
@@ -170,8 +170,8 @@ def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path,
     """Legacy cells in Avro and in JSON without schemas: partial updates keep the other cells,
     element changes edit the set, a nulled cell and a delete end versions. Two tables in one
     micro-batch, written side by side (`TABLES_AT_ONCE`), each under the streaming query's id."""
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.history import HistoryWriter
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.history.writer import HistoryWriter
     from bridge.spark.jobs import SourceOptions, avro_decoder
 
     prefix = f"legh{uuid.uuid4().hex[:8]}"

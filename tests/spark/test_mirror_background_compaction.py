@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 from pyspark.sql import functions as F
 
-from bridge.spark.decode import Group, ValueFormat
-from bridge.spark.mirror import MirrorWriter
-from bridge.spark.mirror_view import current_state
-from bridge.spark.shape import TableShape
+from bridge.spark.core.decode import Group, ValueFormat
+from bridge.spark.core.shape import TableShape
+from bridge.spark.mirror.view import current_state
+from bridge.spark.mirror.writer import MirrorWriter
 from tests.spark.jobs import CLI
 from tests.spark.test_mirror_fold import _connect
 from tests.unit.spark.mirror_changes import COLUMNS, ENV, ROW, MicroBatch, ReferenceMirror, Workload

@@ -1,5 +1,5 @@
-"""The mirror's fold (Python over Arrow, `bridge.spark.arrow_fold`) against the reference fold
-(`bridge.spark.fold`) through the whole mirror: the random micro-batches of
+"""The mirror's fold (Python over Arrow, `bridge.spark.fold.arrow_fold`) against the reference fold
+(`bridge.spark.fold.reference`) through the whole mirror: the random micro-batches of
 tests/unit/spark/mirror_changes.py (a few rows and their static rows; cells set and nulled,
 element changes, inserts, updates, row deletes, snapshot rows, replays, range and partition
 deletes before or after the writes they cover) through `MirrorWriter.apply` into a Delta table;
@@ -17,11 +17,12 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.decode import Group, ValueFormat
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, TS_US
-from bridge.spark.mirror import MirrorWriter, delta_schema
-from bridge.spark.mirror_frames import MirrorColumns
-from bridge.spark.shape import TableShape
+from bridge.spark.core.decode import Group, ValueFormat
+from bridge.spark.core.shape import TableShape
+from bridge.spark.fold.delta_tables import delta_schema
+from bridge.spark.fold.frames import MirrorColumns
+from bridge.spark.fold.reference import CELL_TS, MARKER, OFFSET, RANK, TS_US
+from bridge.spark.mirror.writer import MirrorWriter
 from tests.unit.spark.mirror_changes import COLUMNS, ENV, ROW, ReferenceMirror, Workload
 
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.scylla.model import Operation
-from bridge.spark.decode import Group, ValueFormat, decode, json_groups, prepare
+from bridge.spark.core.decode import Group, ValueFormat, decode, json_groups, prepare
 from tests.unit.envelope.support import make_table, plan_for, row, run
 
 SOURCE = "topic string, partition int, offset long, timestamp timestamp, " \
@@ -65,11 +65,11 @@ def test_groups_of_an_unpersisted_batch_are_counted_and_parse_as_the_persisted_o
 
 def test_groups_read_again_by_offsets_hold_the_batch_records_alone(spark: Any, kafka_bootstrap: str,
                                                                    make_topic: Any, topic_name: str) -> None:
-    """The mirror's re-read of a topic's offsets (`kafka_ranges`): a batch of two topics that
+    """The mirror's re-read of a topic's offsets (`core.kafka_ranges`): a batch of two topics that
     leaves out a topic's first record gives the same groups and records as filtering the batch."""
     from confluent_kafka import Producer
 
-    from bridge.spark.kafka_ranges import KafkaRanges
+    from bridge.spark.core.kafka_ranges import KafkaRanges
 
     first = make_table(partition=[("pk", "int")], regular=[("t", "text")])
     second = make_table(partition=[("pk", "int")], regular=[("t", "text"), ("n", "int")])

@@ -20,8 +20,8 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 from confluent_kafka import Consumer, TopicPartition
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     WorkerProcess,
     inside_snapshot_or_past_it,
@@ -172,9 +172,9 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
     """With two workers, each SIGKILLed inside its snapshot and restarted (issue 23's acceptance:
     the mirror equals the table after kills too): the aborted transactions' records are not
     read (read_committed), the resumed chunks give their rows again, and the mirror converges."""
-    from bridge.spark.decode import ValueFormat
-    from bridge.spark.mirror import MirrorWriter
-    from bridge.spark.mirror_view import current_state
+    from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.mirror.view import current_state
+    from bridge.spark.mirror.writer import MirrorWriter
 
     name, emu = table
     bridge = f"sm-{uuid.uuid4().hex[:8]}"

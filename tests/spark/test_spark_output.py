@@ -1,4 +1,4 @@
-"""The log4j2 settings of our local JVMs (bridge/spark/log4j2.properties): Spark's own bug
+"""The log4j2 settings of our local JVMs (bridge/spark/core/log4j2.properties): Spark's own bug
 SPARK-59451, the heartbeater's NullPointerException on a half-deserialized accumulator, is the one
 message silenced; every other line of its logger stays. Checked in the tests' shared JVM, which
 build_session starts with these settings."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.spark.jobs import assert_console_is_ours, wait_settled
 from tests.spark.pipeline import (
     FLATTEN_ARGS,

@@ -13,7 +13,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 
 TABLES = {
     "items": "pk int, ck int, v int, t text, s set<int>, m map<int, text>, d date, PRIMARY KEY (pk, ck)",

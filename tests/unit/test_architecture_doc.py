@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
-_PATH = re.compile(r"`(bridge/[\w/]+\.py)`")
+_PATH = re.compile(r"`((?:devstack/bridge_devstack|bridge)/[\w/]+\.py)`")
 
 
 def _section(title: str) -> str:
@@ -36,4 +36,4 @@ def test_the_row_path_is_at_most_eight_files_in_order_without_going_back() -> No
 
 def test_the_spark_path_names_both_jobs_files() -> None:
     section = _section("## A Kafka record through")
-    assert "bridge/spark/flatten.py" in section and "bridge/spark/mirror.py" in section
+    assert "bridge/spark/flatten/flatten.py" in section and "bridge/spark/mirror/writer.py" in section

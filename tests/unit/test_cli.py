@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bridge.cli import _COMMANDS, build_parser
+from bridge.cli import _COMMANDS, _command_table, build_parser
 
 pytestmark = pytest.mark.unit
 
@@ -18,14 +18,22 @@ def _commands(parser: object) -> set[str]:
 
 
 def test_the_command_table_names_every_registered_command() -> None:
-    assert _commands(build_parser()) == set(_COMMANDS)
+    assert _commands(build_parser()) == set(_command_table())
+
+
+def test_the_development_distribution_adds_stack_sim_and_demo_as_plugins() -> None:
+    assert not {"stack", "sim", "demo"} & set(_COMMANDS)  # not the product's own
+    table = _command_table()
+    assert {name: table[name] for name in ("stack", "sim", "demo")} == {
+        name: f"bridge_devstack.cli.{name}" for name in ("stack", "sim", "demo")}
 
 
 def test_a_named_command_registers_its_own_module_only() -> None:
     assert _commands(build_parser(["run", "--config", "x"])) == {"run"}
     assert _commands(build_parser(["offsets", "show"])) == {"status", "offsets"}
-    assert _commands(build_parser(["--help"])) == set(_COMMANDS)
-    assert _commands(build_parser(["no-such-command"])) == set(_COMMANDS)
+    assert _commands(build_parser(["stack", "status"])) == {"stack"}
+    assert _commands(build_parser(["--help"])) == set(_command_table())
+    assert _commands(build_parser(["no-such-command"])) == set(_command_table())
 
 
 def test_plugins_commands_are_read_beside_the_table_and_never_replace_a_product_command(
@@ -50,8 +58,7 @@ def test_plugins_commands_are_read_beside_the_table_and_never_replace_a_product_
 
 def test_the_worker_command_does_not_import_the_emulator_stack_or_spark() -> None:
     code = ("import sys; from bridge.cli import build_parser; build_parser(['run', '--config', 'x']); "
-            "print(sorted(m for m in sys.modules if m.startswith(('bridge.sim', 'bridge.stack', 'bridge.spark', "
-            "'bridge.cli.demo', 'bridge.cli.sim', 'bridge.cli.stack'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('bridge_devstack', 'bridge.spark'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

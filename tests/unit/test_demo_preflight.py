@@ -7,9 +7,9 @@ import argparse
 
 import pytest
 
-from bridge.cli import demo
-from bridge.stack.layout import Endpoints
-from bridge.stack.process import port_open
+from bridge_devstack.cli import demo
+from bridge_devstack.stack.layout import Endpoints
+from bridge_devstack.stack.process import port_open
 
 
 def test_the_stack_down_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge.settings import BridgeConfig
 from bridge.settings.load import build_config
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 from tests.faults.lab import FaultLab
 from tests.integration.worker.harness import DEFAULT_EXCEPTIONS, DEFAULT_SLOTS, worker_properties
 

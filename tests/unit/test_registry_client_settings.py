@@ -11,7 +11,7 @@ import pytest
 from bridge.kafka.registry import registry_client
 from bridge.settings import ConfigError
 from bridge.settings.load import build_config
-from bridge.stack.certs import new_ca
+from bridge_devstack.stack.certs import new_ca
 from tests.unit.test_config import with_
 
 pytestmark = pytest.mark.unit

@@ -12,7 +12,7 @@ from bridge.kafka.access import KafkaAccessError, _bad_setting, _is_refusal, _re
 from bridge.scylla.session import _access_error
 from bridge.settings import ConfigError, load_config
 from bridge.settings.load import build_config
-from bridge.stack.certs import new_ca
+from bridge_devstack.stack.certs import new_ca
 from tests.unit.test_config import with_
 
 

@@ -18,8 +18,8 @@ from bridge.scylla.model import ChangeRecord
 from bridge.scylla.pages import RowDecoder
 from bridge.scylla.records import RecordAssembler
 from bridge.scylla.schema import TableSchema
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
 from tests.unit.envelope.support import Wire
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from cassandra.cluster import Cluster
 
-from bridge.stack.cql_proxy import CqlRenamingProxy, replacement_name
-from bridge.stack.layout import port_offset
+from bridge_devstack.stack.cql_proxy import CqlRenamingProxy, replacement_name
+from bridge_devstack.stack.layout import port_offset
 
 PROXY_PORT = port_offset(26000) + 1042  # below the ephemeral ports (test_differential.py)
 KEYSPACE = "sim_proxy_test_ks1"  # 18 characters, like system_distributed

@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from bridge.sim import Emulator, SimSettings
-from bridge.stack.connect_standalone import (
+from bridge_devstack.sim import Emulator, SimSettings
+from bridge_devstack.stack.connect_standalone import (
     ConnectStandalone,
     apicurio_avro_settings,
     avro_converter_dir,
@@ -40,8 +40,8 @@ from bridge.stack.connect_standalone import (
     peer_dir,
     peer_jar,
 )
-from bridge.stack.cql_proxy import CqlRenamingProxy
-from bridge.stack.layout import Endpoints, port_offset
+from bridge_devstack.stack.cql_proxy import CqlRenamingProxy
+from bridge_devstack.stack.layout import Endpoints, port_offset
 from tests.integration.peer.avro_compare import AvroDecoder, registered, schema_difference
 from tests.integration.peer.compare import Record, advanced_difference, first_difference, read_prefix
 from tests.integration.peer.workload import ADVANCED, SCALARS, UDT, Workload, advanced_table, legacy_table

@@ -19,11 +19,11 @@ import pytest
 from bridge.scylla.events import GroupRetrying
 from bridge.scylla.model import ChangeRecord
 from bridge.scylla.reader import SourceReader
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.manager import StackManager
-from bridge.stack.process import pid_alive, port_open, terminate
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.process import pid_alive, port_open, terminate
 from tests.integration.scylla.harness import Collected, run_reader, settings_for
 
 PORT_OFFSET = port_offset(21000)  # beside the run's own stack, whatever its offset

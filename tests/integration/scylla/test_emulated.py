@@ -18,9 +18,9 @@ from bridge.scylla.events import GroupFinished
 from bridge.scylla.model import ChangeRecord, Operation
 from bridge.scylla.pairing import pair_images
 from bridge.scylla.reader import SourceReader
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.sim.values import canonical
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.sim.values import canonical
 from tests.integration.scylla.harness import Collected, finished_groups, run_reader, settings_for
 
 

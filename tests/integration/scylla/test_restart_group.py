@@ -10,8 +10,8 @@ from typing import Any
 from bridge.scylla.events import GroupDiscovered, RecordRead
 from bridge.scylla.positions import Position
 from bridge.scylla.reader import SourceReader
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
 from tests.integration.scylla.harness import settings_for
 
 

@@ -17,8 +17,8 @@ from bridge.scylla.groups import GroupId
 from bridge.scylla.model import ChangeRecord
 from bridge.scylla.positions import ChangeId, Position
 from bridge.scylla.reader import SourceReader
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
 from tests.integration.scylla.harness import Collected, run_reader, settings_for
 
 Row = tuple[bytes, int, int]

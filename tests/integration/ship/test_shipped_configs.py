@@ -19,9 +19,9 @@ import pytest
 import yaml
 from confluent_kafka.admin import AdminClient
 
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import CLI, free_port, http_get, read_topic, wait_for
 from tests.ship.k8s import template
 from tests.ship.tools import REPO

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator, SimSettings
+from bridge_devstack.sim import Emulator, SimSettings
 
 
 @pytest.fixture(scope="module")

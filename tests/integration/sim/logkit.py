@@ -9,8 +9,8 @@ from bridge.scylla import log_schema
 from bridge.scylla.model import ChangeRecord
 from bridge.scylla.schema import TableSchema
 from bridge.scylla.stream_id import StreamId
-from bridge.sim import Emulator, canonical
-from bridge.sim.render import q, qualified
+from bridge_devstack.sim import Emulator, canonical
+from bridge_devstack.sim.render import q, qualified
 
 Rows = list[tuple[int, int | None, dict[str, Any]]]
 

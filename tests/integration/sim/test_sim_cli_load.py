@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bridge import cli
-from bridge.sim import Emulator
-from bridge.sim.load import LoadGenerator, LoadSpec, bulk_fill, parse_mix
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.load import LoadGenerator, LoadSpec, bulk_fill, parse_mix
+from bridge_devstack.stack.layout import Endpoints
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 from tests.integration.sim.logkit import check_records
 
 K = {"pk": 0, "ck": 0}

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from bridge.scylla.cdc_time import micros_of
-from bridge.sim import Emulator, canonical
-from bridge.sim.render import q, qualified
+from bridge_devstack.sim import Emulator, canonical
+from bridge_devstack.sim.render import q, qualified
 from tests.integration.sim.logkit import check_records, log_column_names
 from tests.unit.sim.cases import (
     BASE,

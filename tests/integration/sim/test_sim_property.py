@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as s
 
 from bridge.scylla.cdc_time import timeuuid_sort_key
-from bridge.sim import Emulator, InvalidRequestError, canonical
+from bridge_devstack.sim import Emulator, InvalidRequestError, canonical
 
 TABLE = (
     "CREATE TABLE prop (pk int, ck int, s int static, v int, w text, m map<int, int>, st set<int>, l list<int>,"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bridge.sim import Emulator, InvalidRequestError, UnsupportedCqlError
+from bridge_devstack.sim import Emulator, InvalidRequestError, UnsupportedCqlError
 
 
 def columns(emu: Emulator, table: str) -> dict[str, tuple[str, str, str, int]]:

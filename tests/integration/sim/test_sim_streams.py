@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bridge.scylla.stream_id import StreamId
-from bridge.sim import Emulator, InvalidRequestError, SimSettings
-from bridge.sim import streams as st
-from bridge.sim.metadata import datetime_to_ms, ms_to_datetime
+from bridge_devstack.sim import Emulator, InvalidRequestError, SimSettings
+from bridge_devstack.sim import streams as st
+from bridge_devstack.sim.metadata import datetime_to_ms, ms_to_datetime
 
 
 @pytest.fixture(scope="module")

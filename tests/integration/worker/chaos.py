@@ -9,8 +9,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bridge.sim import Emulator
-from bridge.sim.load import bulk_fill
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.load import bulk_fill
 
 PARTITIONS = 200
 CHUNK = 100

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer
 from prometheus_client.parser import text_string_to_metric_families
 
 from bridge.settings import BridgeConfig
-from bridge.stack.layout import Endpoints
+from bridge_devstack.stack.layout import Endpoints
 
 CLI = [sys.executable, "-m", "bridge.cli"]
 
@@ -34,7 +34,7 @@ CLI = [sys.executable, "-m", "bridge.cli"]
 # (slots.count 64, offset.storage.partitions 25, timeouts, windows) is what users run.
 DEFAULT_EXCEPTIONS = {
     # The stack's Cassandra is no Scylla: the emulator writes the CDC log and its metadata tables
-    # under these keyspaces (bridge/sim), where Scylla has system_distributed / system.
+    # under these keyspaces (devstack/bridge_devstack/sim), where Scylla has system_distributed / system.
     "scylla.cdc.metadata.vnodes.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
     "scylla.cdc.metadata.tablets.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
     # Tests write rows, then start workers: with the default (0: start now) they would see nothing.

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import RecordWithHeaders, WorkerProcess, read_topic_with_headers, wait_for
 
 ALL_PLACEMENTS = "kafka-key,payload-after,payload-before,payload-key,kafka-headers"

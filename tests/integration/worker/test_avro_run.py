@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bridge.kafka.registry import registry_client
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import CLI, WorkerProcess, read_topic, wait_for
 
 

@@ -19,8 +19,8 @@ from bridge.scylla.cdc_time import max_timeuuid
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import ChangeId, Position
 from bridge.scylla.stream_id import StreamId
-from bridge.stack.layout import Endpoints, StackLayout
-from bridge.stack.services import maven_fetch_dependencies
+from bridge_devstack.stack.layout import Endpoints, StackLayout
+from bridge_devstack.stack.services import maven_fetch_dependencies
 
 HERE = Path(__file__).parent / "connect_offsets"
 CASES = 4

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
     DEFAULT_SLOTS,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
+from bridge_devstack.sim import Emulator
 from tests.integration.worker.harness import WorkerProcess, free_port, http_get, metric_samples, wait_for
 
 TTL_S = 4

@@ -16,8 +16,8 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 
 from bridge.kafka.slots import slot_of
 from bridge.scylla.groups import GroupId
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     CLI,
     WorkerProcess,

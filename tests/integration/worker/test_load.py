@@ -15,8 +15,8 @@ import pytest
 
 from bridge.cli.ops import TIMEOUT_S as CLI_DEADLINE_S
 from bridge.control.rest.backend import TIMEOUT_S as REST_DEADLINE_S
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints, port_offset
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints, port_offset
 from tests.integration.worker.harness import (
     WorkerProcess,
     read_topic,

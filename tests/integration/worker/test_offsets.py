@@ -17,8 +17,8 @@ from bridge.scylla.events import RecordRead
 from bridge.scylla.groups import read_order
 from bridge.scylla.positions import ChangeId, Position
 from bridge.scylla.reader import SourceReader
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.scylla.harness import run_reader, settings_for
 from tests.integration.worker.harness import CLI, DEFAULT_SLOTS, WorkerProcess, ids_of, read_topic
 from tests.integration.worker.test_run import insert, make_table

@@ -1,4 +1,4 @@
-"""The benchmark's realistic backlog (bridge/sim/backlog.py) carried by one real `cdc-bridge run`
+"""The benchmark's realistic backlog (devstack/bridge_devstack/sim/backlog.py) carried by one real `cdc-bridge run`
 worker: every table's topic gets exactly the records the fill says the bridge must produce."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.sim import Emulator
-from bridge.sim.backlog import IMAGED, KINDS, realistic_fill
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.backlog import IMAGED, KINDS, realistic_fill
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import WorkerProcess, read_topic
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.certs import issue, new_ca, write_private
-from bridge.stack.layout import Endpoints, StackLayout
-from bridge.stack.process import spawn, terminate
-from bridge.stack.services import Apicurio
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.certs import issue, new_ca, write_private
+from bridge_devstack.stack.layout import Endpoints, StackLayout
+from bridge_devstack.stack.process import spawn, terminate
+from bridge_devstack.stack.services import Apicurio
 from tests.integration.worker.harness import CLI, WorkerProcess, free_port, read_topic, wait_for
 
 pytestmark = pytest.mark.slow

@@ -24,9 +24,9 @@ from bridge.control.rest.server import serve_rest
 from bridge.control.rest.shapes import CONNECTOR_CLASS, NOT_STOPPED
 from bridge.scylla.cdc_time import max_timeuuid, min_timeuuid
 from bridge.settings.load import build_config, read_file
-from bridge.sim import Emulator
-from bridge.stack.certs import issue, new_ca
-from bridge.stack.layout import Endpoints, port_offset
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.certs import issue, new_ca
+from bridge_devstack.stack.layout import Endpoints, port_offset
 from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, read_topic, wait_for, worker_properties
 from tests.integration.worker.test_failure_modes import _poisoned_table
 from tests.integration.worker.test_run import assert_each_once, insert, make_table, settled

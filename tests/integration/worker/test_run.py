@@ -7,8 +7,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     CLI,
     DEFAULT_SLOTS,

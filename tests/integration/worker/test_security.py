@@ -20,11 +20,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from bridge.sim import Emulator
-from bridge.stack.certs import new_ca
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.manager import StackManager
-from bridge.stack.secure import KAFKA_PLAIN_USER, KAFKA_SCRAM_USER, SecureMaterial
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.certs import new_ca
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.secure import KAFKA_PLAIN_USER, KAFKA_SCRAM_USER, SecureMaterial
 from tests.integration.worker.harness import (
     CLI,
     WorkerProcess,

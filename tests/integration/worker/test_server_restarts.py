@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.manager import StackManager
-from bridge.stack.process import log_tail
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.process import log_tail
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
     WorkerProcess,

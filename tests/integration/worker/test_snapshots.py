@@ -20,8 +20,8 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 from confluent_kafka import Consumer
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     WorkerProcess,
     inside_snapshot_or_past_it,

@@ -18,9 +18,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints, StackLayout, port_offset
-from bridge.stack.manager import StackManager
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints, StackLayout, port_offset
+from bridge_devstack.stack.manager import StackManager
 from tests.integration.worker.harness import (
     WorkerProcess,
     free_port,

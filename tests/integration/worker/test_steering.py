@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient
 from bridge.control.connector_state import connector_status, live_statuses
 from bridge.control.control_records import TargetState
 from bridge.kafka.status_topic import read_statuses
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import WorkerProcess, owned_slots, read_topic, wait_for
 from tests.integration.worker.test_failure_modes import _poisoned_table
 from tests.integration.worker.test_run import assert_each_once, insert, make_table, run_cli, settled

@@ -22,9 +22,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from bridge.kafka.offsets import decode_key, encode_key
 from bridge.scylla.groups import GroupId
 from bridge.scylla.stream_id import StreamId
-from bridge.sim import Emulator
-from bridge.sim.settings import SimSettings
-from bridge.stack.layout import Endpoints
+from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
+from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, read_topic, wait_for
 
 SLOTS = DEFAULT_SLOTS

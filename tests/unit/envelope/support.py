@@ -29,7 +29,7 @@ from bridge.scylla.log_schema import deleted_column, deleted_elements_column
 from bridge.scylla.model import ChangeRecord, LogRow, Operation
 from bridge.scylla.schema import CdcOptions, Column, ColumnKind, CqlType, TableSchema, parse_cql_type
 from bridge.scylla.stream_id import StreamId
-from bridge.testing import InProcessRegistry
+from bridge_devstack.testing import InProcessRegistry
 
 STREAM = StreamId.build(-4_611_686_018_427_387_904, 12345, 7)
 WRITE_MICROS = 1_718_022_896_789_123  # 2024-06-10T12:34:56.789123Z

@@ -16,7 +16,7 @@ from bridge.envelope.avro_serializer import AvroSerializer
 from bridge.envelope.errors import SerializationError
 from bridge.envelope.types import Float32, Float64
 from bridge.scylla.model import Operation
-from bridge.testing import InProcessRegistry
+from bridge_devstack.testing import InProcessRegistry
 from tests.unit.envelope.support import (
     ENVELOPE_FIELDS,
     fastavro_bytes,

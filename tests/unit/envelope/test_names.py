@@ -23,7 +23,7 @@ from bridge.envelope.serializers import build_record_serializer
 from bridge.envelope.settings import ConverterKind, EnvelopeSettings
 from bridge.envelope.translator import Translator
 from bridge.scylla.model import Operation
-from bridge.testing import InProcessRegistry
+from bridge_devstack.testing import InProcessRegistry
 from tests.unit.envelope.support import Wire, make_table, record, row_with
 
 NONE, AVRO, UNICODE = NameAdjustment.NONE, NameAdjustment.AVRO, NameAdjustment.AVRO_UNICODE

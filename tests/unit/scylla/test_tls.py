@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from bridge.scylla.tls import CqlTlsSettings, TlsSettingError, ssl_context
-from bridge.stack.certs import Issued, issue, new_ca
+from bridge_devstack.stack.certs import Issued, issue, new_ca
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge.scylla.schema import Column, ColumnKind, CqlType, TableSchema, parse_cql_type, udt
-from bridge.sim.cdc_options import parse_cdc_options
-from bridge.sim.changes import PendingRecord, compute_records
-from bridge.sim.collections import ListKeys
-from bridge.sim.cql import ast
-from bridge.sim.cql.literals import Resolver
-from bridge.sim.cql.parser import parse_statement
-from bridge.sim.mutation import PartitionMutation
-from bridge.sim.state import PartitionState
-from bridge.sim.statements import MutationBuilder, TableInfo
+from bridge_devstack.sim.cdc_options import parse_cdc_options
+from bridge_devstack.sim.changes import PendingRecord, compute_records
+from bridge_devstack.sim.collections import ListKeys
+from bridge_devstack.sim.cql import ast
+from bridge_devstack.sim.cql.literals import Resolver
+from bridge_devstack.sim.cql.parser import parse_statement
+from bridge_devstack.sim.mutation import PartitionMutation
+from bridge_devstack.sim.state import PartitionState
+from bridge_devstack.sim.statements import MutationBuilder, TableInfo
 
 T = 1_700_000_000_000_000  # a fixed write timestamp (µs)
 LIST_LOW_BITS = 0xAF55000000000001

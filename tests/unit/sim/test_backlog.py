@@ -1,4 +1,4 @@
-"""The realistic benchmark backlog's mix (bridge/sim/backlog.py), without Cassandra: the tables are
+"""The realistic benchmark backlog's mix (devstack/bridge_devstack/sim/backlog.py), without Cassandra: the tables are
 declared with the same CQL, records come from the emulator's pure pipeline."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 from bridge.scylla.model import Operation
 from bridge.scylla.schema import TableSchema
-from bridge.sim.backlog import IMAGED, KINDS, TABLES, WIDE, BacklogMix, envelope_count
-from bridge.sim.changes import PendingRecord, compute_records
-from bridge.sim.mutation import PartitionMutation
-from bridge.sim.state import PartitionState
+from bridge_devstack.sim.backlog import IMAGED, KINDS, TABLES, WIDE, BacklogMix, envelope_count
+from bridge_devstack.sim.changes import PendingRecord, compute_records
+from bridge_devstack.sim.mutation import PartitionMutation
+from bridge_devstack.sim.state import PartitionState
 from tests.unit.sim.pure import T, table_from_cql
 
 

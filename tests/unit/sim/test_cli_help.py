@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from bridge import cli as top_cli
-from bridge.cli import sim as cli
+from bridge_devstack.cli import sim as cli
 
 
 def parser() -> argparse.ArgumentParser:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from bridge.scylla.cdc_time import timeuuid_sort_key
-from bridge.sim.collections import PREPEND_REFERENCE_US, SUBMICRO_LIMIT, ListKeys
-from bridge.sim.errors import InvalidRequestError
+from bridge_devstack.sim.collections import PREPEND_REFERENCE_US, SUBMICRO_LIMIT, ListKeys
+from bridge_devstack.sim.errors import InvalidRequestError
 from tests.unit.sim.cases import COLLECTION_CASES, COLLECTIONS, K
 from tests.unit.sim.pure import LIST_LOW_BITS, UT, T, World, rows
 

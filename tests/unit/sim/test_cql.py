@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 
 from bridge.scylla.schema import CqlType, parse_cql_type
-from bridge.sim.cql import ast
-from bridge.sim.cql.lexer import split_statements, tokenize
-from bridge.sim.cql.literals import Resolver
-from bridge.sim.cql.parser import parse_statement
-from bridge.sim.errors import CqlSyntaxError, InvalidRequestError, UnsupportedCqlError
-from bridge.sim.values import FrozenDict
+from bridge_devstack.sim.cql import ast
+from bridge_devstack.sim.cql.lexer import split_statements, tokenize
+from bridge_devstack.sim.cql.literals import Resolver
+from bridge_devstack.sim.cql.parser import parse_statement
+from bridge_devstack.sim.errors import CqlSyntaxError, InvalidRequestError, UnsupportedCqlError
+from bridge_devstack.sim.values import FrozenDict
 from tests.unit.sim.pure import UT
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.sim.errors import ConfigurationError
-from bridge.sim.settings import SimSettings
+from bridge_devstack.sim.errors import ConfigurationError
+from bridge_devstack.sim.settings import SimSettings
 
 
 def test_environment_then_overrides() -> None:

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as s
 
 from bridge.scylla.stream_id import StreamId
-from bridge.sim import streams as st
-from bridge.sim.errors import InvalidRequestError, ServerError
-from bridge.sim.router import LEEWAY_US, check_vnode_timestamp
+from bridge_devstack.sim import streams as st
+from bridge_devstack.sim.errors import InvalidRequestError, ServerError
+from bridge_devstack.sim.router import LEEWAY_US, check_vnode_timestamp
 
 TOKENS = s.integers(min_value=st.MIN_TOKEN + 1, max_value=st.MAX_TOKEN)
 

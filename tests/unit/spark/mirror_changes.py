@@ -1,5 +1,5 @@
 """Random micro-batches of changes for the mirror's fold, and the rows the reference fold
-(`bridge.spark.fold`) gives for them: a few rows and their static rows in 2 partitions (cells set
+(`bridge.spark.fold.reference`) gives for them: a few rows and their static rows in 2 partitions (cells set
 and nulled, element changes of a set, a map, a list and a UDT, inserts, updates, row deletes,
 snapshot rows, often at the timestamp of another change of their row, out-of-order timestamps,
 replays, range and partition deletes that arrive before or after the writes they cover).
@@ -16,9 +16,9 @@ from typing import Any
 
 from pyspark.sql import types as T
 
-from bridge.spark.fold import CELL_TS, MARKER, FoldSpec, fold
-from bridge.spark.mirror_frames import MirrorColumns
-from bridge.spark.shape import ColumnShape
+from bridge.spark.core.shape import ColumnShape
+from bridge.spark.fold.frames import MirrorColumns
+from bridge.spark.fold.reference import CELL_TS, MARKER, FoldSpec, fold
 
 ENTRY = T.StructType([T.StructField("key", T.IntegerType()), T.StructField("value", T.StringType())])
 UDT = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])

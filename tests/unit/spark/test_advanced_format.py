@@ -1,4 +1,4 @@
-"""The jobs on advanced-format topics (bridge.spark.cdc_format; issue 25), pure parts: where the
+"""The jobs on advanced-format topics (bridge.spark.core.cdc_format; issue 25), pure parts: where the
 format comes from (the worker's file, the `--cdc-*` flags), what the mirror refuses, the SMT's
 own `cdc.output.format`, and the per-record flattening of advanced envelopes as Debezium's
 ExtractNewRecordState does it (a record is a delete when `after` is null, a truncate — dropped —
@@ -15,10 +15,10 @@ import pytest
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.envelope.records import KafkaRecord
 from bridge.envelope.settings import IncludeMode, KeyPlacement, OutputFormat
-from bridge.spark.cdc_format import CdcFormat
-from bridge.spark.errors import SparkJobError
-from bridge.spark.record_flattener import RecordFlattener
-from bridge.spark.smt_options import DeleteMode, SmtOptions
+from bridge.spark.core.cdc_format import CdcFormat
+from bridge.spark.core.errors import SparkJobError
+from bridge.spark.core.record_flattener import RecordFlattener
+from bridge.spark.core.smt_options import DeleteMode, SmtOptions
 from tests.unit.spark.advanced_envelopes import FULL_ROW_1, AdvancedTable, full_after_history
 
 WHERE = "topic T partition 0 offset 1"
@@ -156,13 +156,13 @@ def test_mirror_refuses_such_topics_before_it_starts_spark(tmp_path: Path, capsy
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """One line and exit 2 from `cdc-bridge spark mirror`, with no Spark session built (that
     would cost ~10 s and start a JVM for nothing)."""
-    import bridge.spark.session
+    import bridge.spark.core.session
     from bridge.cli import main
 
     def no_session(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("a Spark session was built")
 
-    monkeypatch.setattr(bridge.spark.session, "build_session", no_session)
+    monkeypatch.setattr(bridge.spark.core.session, "build_session", no_session)
     config = tmp_path / "worker.properties"
     config.write_text("name=w\ntopic.prefix=p\nscylla.cluster.ip.addresses=127.0.0.1:9042\nscylla.table.names=ks.t\n"
                       "kafka.bootstrap.servers=127.0.0.1:9092\ncdc.output.format=advanced\n"

@@ -1,7 +1,7 @@
-"""The mirror's Arrow fold (`bridge.spark.arrow_fold.fold_batches`, the `mapInArrow` function of
-`mirror_fold.fold_rows`) against the reference fold (`bridge.spark.fold`), without a Spark
+"""The mirror's Arrow fold (`bridge.spark.fold.arrow_fold.fold_batches`, the `mapInArrow` function of
+`fold.events.fold_rows`) against the reference fold (`bridge.spark.fold.reference`), without a Spark
 session: the random micro-batches of tests/unit/spark/mirror_changes.py over 200 seeds, each
-micro-batch's events built as `mirror_fold` builds them (the stored row first, the changes in the
+micro-batch's events built as `fold.events` builds them (the stored row first, the changes in the
 Delta table's representation, the covering deletes), sorted by key and position as `fold_rows`
 sorts them and cut into Arrow batches at random places (a key's events then span two batches).
 After each micro-batch the rows folded so far (values, marker, position, cell timestamps) equal
@@ -20,10 +20,10 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from bridge.spark.arrow_fold import DATA, DELETE, STORED, fold_batches
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, ROW_MARKER, TS_US, fold, in_range, rank
-from bridge.spark.mirror_fold import ACTION, FIRST, event_type, value_rule
-from bridge.spark.mirror_frames import MirrorColumns
+from bridge.spark.fold.arrow_fold import DATA, DELETE, STORED, fold_batches
+from bridge.spark.fold.events import ACTION, FIRST, event_type, value_rule
+from bridge.spark.fold.frames import MirrorColumns
+from bridge.spark.fold.reference import CELL_TS, MARKER, OFFSET, RANK, ROW_MARKER, TS_US, fold, in_range, rank
 from tests.unit.spark.mirror_changes import COLUMNS, Key, MicroBatch, ReferenceMirror, Workload, data_events
 
 MIRROR = MirrorColumns(COLUMNS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.envelope.avro_schema import avro_schema
-from bridge.spark.shape import avro_to_connect
+from bridge.spark.core.shape import avro_to_connect
 from tests.unit.envelope.support import make_table, plan_for
 
 pytestmark = pytest.mark.unit

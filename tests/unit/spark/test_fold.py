@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.spark.fold import CELL_TS, MARKER, OFFSET, RANK, TS_US, FoldSpec, ValueColumn, fold, in_range
+from bridge.spark.fold.reference import CELL_TS, MARKER, OFFSET, RANK, TS_US, FoldSpec, ValueColumn, fold, in_range
 
 SPEC = FoldSpec(
     key_columns=("ck", "pk"),

@@ -10,10 +10,10 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from bridge.spark.history_advance import SEED, STORED, advance_in_arrow, advance_input_type
-from bridge.spark.history_arrow import COVERING, DATA, input_type, versions_in_arrow
-from bridge.spark.mirror_frames import MirrorColumns
-from bridge.spark.shape import ColumnShape
+from bridge.spark.core.shape import ColumnShape
+from bridge.spark.fold.frames import MirrorColumns
+from bridge.spark.history.advance import SEED, STORED, advance_in_arrow, advance_input_type
+from bridge.spark.history.arrow import COVERING, DATA, input_type, versions_in_arrow
 
 ENTRY = T.StructType([T.StructField("key", T.IntegerType()), T.StructField("value", T.StringType())])
 UDT = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])

@@ -8,8 +8,8 @@ import itertools
 import random
 from typing import Any
 
-from bridge.spark.fold import FoldSpec, ValueColumn, fold
-from bridge.spark.history_versions import DROPPED_OP, Stored, Version, advance, as_of, versions
+from bridge.spark.fold.reference import FoldSpec, ValueColumn, fold
+from bridge.spark.history.versions import DROPPED_OP, Stored, Version, advance, as_of, versions
 
 SPEC = FoldSpec(("pk", "ck"), (ValueColumn("v", None, False), ValueColumn("t", None, False),
                                ValueColumn("s", "set", True)))

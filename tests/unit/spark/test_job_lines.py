@@ -1,6 +1,6 @@
-"""The pure parts of a running job's reporting: the one failure line (bridge.spark.fatal), the
-lag per topic of the progress line (bridge.spark.progress) and the test-only fault's parsing
-(bridge.spark.kafka_tasks)."""
+"""The pure parts of a running job's reporting: the one failure line (bridge.spark.core.fatal), the
+lag per topic of the progress line (bridge.spark.core.progress) and the test-only fault's parsing
+(bridge.spark.flatten.kafka_tasks)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from bridge.spark.errors import KafkaSinkError
-from bridge.spark.fatal import explain, start_line
-from bridge.spark.kafka_tasks import FAULT_ENV, Fault
-from bridge.spark.progress import count_records, describe, lag_per_topic
+from bridge.spark.core.errors import KafkaSinkError
+from bridge.spark.core.fatal import explain, start_line
+from bridge.spark.core.progress import count_records, describe, lag_per_topic
+from bridge.spark.flatten.kafka_tasks import FAULT_ENV, Fault
 
 pytestmark = pytest.mark.unit
 
 TASK_FAILED = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to stage
 failure: Task 0 in stage 5.0 failed 4 times, most recent failure: Lost task 0.3 in stage 5.0 (TID 13):
 org.apache.spark.api.python.PythonException: Traceback (most recent call last):
-  File "/x/bridge/spark/kafka_tasks.py", line 157, in _maybe_fail
-bridge.spark.errors.KafkaSinkError: micro-batch 1: delivery failed: Broker: Message too large
+  File "/x/bridge/spark/flatten/kafka_tasks.py", line 157, in _maybe_fail
+bridge.spark.core.errors.KafkaSinkError: micro-batch 1: delivery failed: Broker: Message too large
 """
 
 

@@ -1,9 +1,9 @@
-"""The compaction's key filter (`bridge.spark.mirror_keys`): the touched keys' values per column,
+"""The compaction's key filter (`bridge.spark.mirror.keys`): the touched keys' values per column,
 or their ranges, and the union of kinds of touched keys."""
 
 from __future__ import annotations
 
-from bridge.spark.mirror_keys import Bound, bounds_of_keys, bounds_of_ranges
+from bridge.spark.mirror.keys import Bound, bounds_of_keys, bounds_of_ranges
 
 
 def test_each_column_keeps_its_distinct_values_and_notes_nulls() -> None:

@@ -1,8 +1,8 @@
-"""`mirror_tombstones.unseen`: which range / partition deletes of a micro-batch the store writes."""
+"""`fold.tombstones.unseen`: which range / partition deletes of a micro-batch the store writes."""
 
 from __future__ import annotations
 
-from bridge.spark.mirror_tombstones import unseen
+from bridge.spark.fold.tombstones import unseen
 
 
 def test_a_rerun_micro_batch_stores_only_the_deletes_not_stored_yet() -> None:

@@ -1,4 +1,4 @@
-"""The tasks' per-record flattening (bridge.spark.record_flattener) on envelopes the worker's own
+"""The tasks' per-record flattening (bridge.spark.core.record_flattener) on envelopes the worker's own
 JSON writer produced: values come out as the writer wrote them (Java's float and double text,
 Jackson's escapes), cells unwrapped; a snapshot row (`op` = `r`) as the insert of its row; a bad
 message is one error naming its place. The comparison
@@ -11,9 +11,9 @@ import pytest
 
 from bridge.envelope.json_serializer import JsonSerializer
 from bridge.scylla.model import Operation
-from bridge.spark.errors import BadEnvelopeError
-from bridge.spark.record_flattener import RecordFlattener
-from bridge.spark.smt_options import SmtOptions
+from bridge.spark.core.errors import BadEnvelopeError
+from bridge.spark.core.record_flattener import RecordFlattener
+from bridge.spark.core.smt_options import SmtOptions
 from tests.unit.envelope.support import make_table, plan_for, row, run
 
 TABLE = make_table(partition=[("pk", "int")], regular=[

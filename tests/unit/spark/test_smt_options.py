@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.spark.errors import SparkJobError
-from bridge.spark.smt_options import DeleteMode, FieldReference, SmtOptions
+from bridge.spark.core.errors import SparkJobError
+from bridge.spark.core.smt_options import DeleteMode, FieldReference, SmtOptions
 
 
 def test_default_is_debeziums_current_tombstone_mode() -> None:

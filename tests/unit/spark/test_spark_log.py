@@ -1,4 +1,4 @@
-"""Where a local JVM's console output goes (bridge/spark/spark_log.py), pure parts: the default
+"""Where a local JVM's console output goes (bridge/spark/core/spark_log.py), pure parts: the default
 file, the java option naming our log4j2 settings, the tail a failing job prints, and the flags."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge.cli import build_parser
-from bridge.spark import spark_log
+from bridge.spark.core import spark_log
 
 pytestmark = pytest.mark.unit
 

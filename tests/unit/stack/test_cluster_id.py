@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from bridge.stack.kafka_cluster import new_cluster_id
+from bridge_devstack.stack.kafka_cluster import new_cluster_id
 
 pytestmark = pytest.mark.unit
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from bridge.stack.layout import Endpoints, StackLayout
-from bridge.stack.manager import StackManager
-from bridge.stack.process import StackError
-from bridge.stack.secure import SecureMaterial
+from bridge_devstack.stack.layout import Endpoints, StackLayout
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.process import StackError
+from bridge_devstack.stack.secure import SecureMaterial
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bridge.stack.layout import Endpoints, StackLayout
-from bridge.stack.manager import StackManager
-from bridge.stack.process import PidFile
-from bridge.stack.spark_cluster import SPARK_CLUSTER, SparkMaster, SparkWorker, spark_home
+from bridge_devstack.stack.layout import Endpoints, StackLayout
+from bridge_devstack.stack.manager import StackManager
+from bridge_devstack.stack.process import PidFile
+from bridge_devstack.stack.spark_cluster import SPARK_CLUSTER, SparkMaster, SparkWorker, spark_home
 
 
 def _manager(tmp_path: Path, **kwargs: bool) -> StackManager:

@@ -1,0 +1,143 @@
+"""The SparkSession the jobs run in, with the Kafka source and Delta from Maven Central.
+
+Spark resolves `spark.jars.packages` itself (Ivy) and keeps the jars in its Ivy cache, so the
+first start downloads about 200 MB and later starts are offline. The cache is `~/.ivy2` unless
+`CDC_BRIDGE_IVY_DIR` names another folder. On a cluster (`spark-submit`) the session already
+exists and only the SQL settings below are applied; give the packages to `spark-submit
+--packages` (`cdc-bridge spark packages` prints them) with `--conf spark.jars.ivy=` that cache
+(spark-submit's own default is `~/.ivy2.5.2`), and the executors' Python with
+`spark.pyspark.python` (docs/spark.md, "On a standalone cluster").
+
+Versions: pyspark 4.2.0 with delta-spark 4.4.0, whose jar is `io.delta:delta-spark_4.2_2.13`
+(Delta names its artifacts after the Spark line since 4.1). delta-spark 4.4.1 exists on PyPI but
+its jar is not on Maven Central, and pyspark 4.3 is outside delta-spark's `pyspark<=4.2.0`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCALA = "2.13"
+_SQL_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.session.timeZone": "UTC",
+    # The Kafka source keeps each idle consumer and its last fetched records for 5 minutes. With
+    # our 16 MB fetches (jobs.SOURCE_FETCH) and the mirror's re-reads of a micro-batch, that held
+    # about 700 MB of JSON-with-schemas records in the 1 GB heap of a local job, and the mirror's
+    # compactions over the 1M-record backlog ran out of memory (bench/README.md, issue 31).
+    "spark.kafka.consumer.cache.timeout": "10s",
+    "spark.kafka.consumer.cache.evictorThreadRunInterval": "5s",
+    "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
+    "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "5s",
+}
+# Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks. Adaptive query
+# execution off: on micro-batches this small it only adds jobs (each shuffle stage its own) and
+# re-planning of the wide plans between them (the mirror of bench/spark_bench.py at 2,000
+# operations: 115 s with it, 74 s without).
+_LOCAL_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.driver.memory": "1g",
+    # A driver out of heap exits (code 3, bridge/spark/core/fatal.py reports it) instead of living on
+    # with a dead thread and a query that never ends. In defaultJavaOptions, so that a user's
+    # spark.driver.extraJavaOptions adds to it.
+    "spark.driver.defaultJavaOptions": "-XX:+ExitOnOutOfMemoryError",
+}
+
+
+def packages() -> list[str]:
+    """Maven coordinates of the Kafka source and of Delta for the installed pyspark / delta-spark."""
+    spark_version = metadata.version("pyspark")
+    delta_version = metadata.version("delta-spark")
+    spark_line = ".".join(spark_version.split(".")[:2])
+    return [
+        f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{spark_version}",
+        f"io.delta:delta-spark_{spark_line}_{SCALA}:{delta_version}",
+    ]
+
+
+def ivy_dir() -> Path:
+    return Path(os.environ.get("CDC_BRIDGE_IVY_DIR") or Path.home() / ".ivy2")
+
+
+@contextlib.contextmanager
+def ivy_lock() -> Iterator[None]:
+    """Hold while a session resolves its packages: Ivy does not lock its cache, and two processes
+    resolving into it at once (a demo beside a test run) corrupt it (truncated descriptors)."""
+    ivy_dir().mkdir(parents=True, exist_ok=True)
+    with open(ivy_dir() / ".cdc-bridge.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def fetch_packages() -> bool:
+    """Resolve the packages into the Ivy cache by starting (and stopping) a local session, unless
+    a stamp says this set was fetched before; returns whether it fetched."""
+    stamp = ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}"
+    if stamp.exists():
+        return False
+    from bridge.spark.core.spark_log import default_path, tail
+
+    log = default_path("cdc-bridge-fetch")  # Ivy's ~150 lines of resolution, unless it fails
+    try:
+        build_session("local[1]", app_name="cdc-bridge-fetch", spark_log=log).stop()
+    except Exception as error:
+        raise RuntimeError("\n".join([f"fetching the Spark packages failed ({error}); the end of {log}:",
+                                       *tail()])) from error
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.touch()
+    return True
+
+
+def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-spark",
+                  conf: dict[str, str] | None = None, spark_log: Path | None = None) -> Any:
+    """A local session with the packages (`master`), or the spark-submit one (`master=None`).
+    `spark_log`: a local JVM's console output (Ivy, log4j) goes to that file (spark_log.py), else
+    to this process's console."""
+    from pyspark.sql import SparkSession
+
+    from bridge.spark.core import spark_log as output
+    builder = SparkSession.builder.appName(app_name)
+    settings: dict[str, str] = {}
+    if master is not None:
+        # Python workers run this interpreter (the venv with bridge, orjson, confluent_kafka,
+        # pyarrow), not `python3` on PATH. spark.pyspark.python alone does not do it in a session
+        # started from Python: pyspark's SparkContext takes the workers' interpreter from
+        # PYSPARK_PYTHON (else `python3`).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings = {**_LOCAL_CONF, "spark.master": master, "spark.jars.packages": ",".join(packages()),
+                    "spark.jars.ivy": str(ivy_dir()), "spark.pyspark.python": sys.executable}
+        # our log4j2 settings (the heartbeater's NPE silenced), before a user's own java options
+        settings["spark.driver.defaultJavaOptions"] += f" {output.java_option()}"
+    settings = {**settings, "spark.app.name": app_name, **_SQL_CONF, **(conf or {})}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with ivy_lock() if master is not None else contextlib.nullcontext():
+        if master is not None and spark_log is not None and not output.gateway_running():
+            output.launch_gateway(settings, spark_log)
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
+    return session
+
+
+def query_scoped(spark: Any, name: str) -> str:
+    """`<name>:<query id>`: the identity under which a streaming job marks its micro-batches as
+    written (Delta's `txnAppId`, the Kafka output's driver marker). Called on the query's thread.
+    The query id, which Spark keeps in the checkpoint, tells checkpoints apart: a new checkpoint
+    (deleted, or another path under the same `--name`) numbers its micro-batches from 0 again,
+    and under the name alone they were taken for the earlier checkpoint's and skipped unwritten."""
+    return f"{name}:{spark.sparkContext.getLocalProperty('sql.streaming.queryId')}"

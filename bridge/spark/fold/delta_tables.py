@@ -1,0 +1,85 @@
+"""The Delta tables the mirror and the history write: their schema (column roles kept in the
+field metadata, `cdc.role`, `cdc.collection`, `cdc.elements`, `cdc.logical`), table properties,
+the partitions of range / partition deletes, and the MERGE of folded rows (moved here from
+`mirror.writer` and `mirror.compaction`, which the history shares)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bridge.spark.core.shape import ColumnShape
+from bridge.spark.fold.events import ACTION
+from bridge.spark.fold.frames import MirrorColumns, from_connect
+from bridge.spark.fold.reference import HIDDEN
+
+# Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
+# file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
+TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
+
+def _metadata(column: ColumnShape) -> dict[str, Any]:
+    return {"cdc.role": "key" if column.is_key else "value", "cdc.collection": column.collection or "",
+            "cdc.elements": column.has_elements, "cdc.logical": column.logical or ""}
+
+
+def delta_schema(columns: MirrorColumns) -> T.StructType:
+    fields = [T.StructField(c.name, c.mirror_type(), True, _metadata(c)) for c in columns.columns]
+    fields += [T.StructField(f.name, f.dataType, True) for f in columns.delta_type().fields if f.name in HIDDEN]
+    return T.StructType(fields)
+
+
+def columns_from_delta(schema: T.StructType) -> MirrorColumns:
+    found = []
+    for field in schema.fields:
+        meta = field.metadata or {}
+        if field.name in HIDDEN or "cdc.role" not in meta:
+            continue
+        data_type = field.dataType
+        logical = meta.get("cdc.logical") or None
+        if logical == "date":
+            data_type = T.IntegerType()
+        elif logical == "timestamp":
+            data_type = T.LongType()
+        elif isinstance(data_type, T.MapType):
+            data_type = T.ArrayType(T.StructType([T.StructField("key", data_type.keyType),
+                                                  T.StructField("value", data_type.valueType)]))
+        found.append(ColumnShape(field.name, meta["cdc.role"] == "key", data_type, logical,
+                                 meta.get("cdc.collection") or None, bool(meta.get("cdc.elements"))))
+    return MirrorColumns(tuple(found))
+
+
+def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list[str],
+               dropped: list[dict[str, Any]]) -> DataFrame:
+    """The partitions of the deletes (a few: built on the driver), Delta types."""
+    pk_type = T.StructType([T.StructField(n, columns.column(n).spark_type) for n in partition_keys])
+    texts = sorted({orjson.dumps({n: d["key"].get(n) for n in partition_keys}).decode() for d in dropped})
+    parsed = spark.createDataFrame([(t,) for t in texts], "pk string").select(F.from_json("pk", pk_type).alias("p"))
+    return parsed.select(*[from_connect(columns.column(n), F.col("p")[n]).alias(n) for n in partition_keys])
+
+
+def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition: str | Column,
+                  assignments: Mapping[str, str | Column], app_id: str | None, version: int | None) -> int:
+    """MERGE `source` (`s`, with `_cdc_action` 'upsert' | 'delete') into `target` (`t`) on
+    `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`) when
+    `app_id` is given: a version re-run after a restart commits nothing. Returns the rows
+    updated, inserted or deleted."""
+    conf = spark.conf
+    if app_id is not None:
+        conf.set("spark.databricks.delta.write.txnAppId", app_id)
+        conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    try:
+        metrics = (target.alias("t").merge(source.alias("s"), condition)
+                   .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
+                   .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=dict(assignments))
+                   .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=dict(assignments))
+                   .execute())
+    finally:
+        conf.unset("spark.databricks.delta.write.txnAppId")
+        conf.unset("spark.databricks.delta.write.txnVersion")
+    row = metrics.first() if metrics is not None else None
+    return int(row["num_affected_rows"]) if row is not None else 0
