@@ -124,7 +124,7 @@ def test_spark_image_bakes_the_jobs_packages() -> None:
     assert "deploy/docker/spark-entrypoint /opt/venv/bin/spark-entrypoint" in runs
     copies = [c.arguments for c in _stages()["spark"].all("COPY")]
     assert "--from=spark-build --chown=10001:10001 /opt/ivy /opt/ivy" in copies
-    session_source = (REPO / "bridge" / "spark" / "session.py").read_text()
+    session_source = (REPO / "bridge" / "spark" / "core" / "session.py").read_text()
     assert '"CDC_BRIDGE_IVY_DIR"' in session_source and '"spark.jars.ivy"' in session_source, \
         "the job must take its Ivy folder from CDC_BRIDGE_IVY_DIR"
 

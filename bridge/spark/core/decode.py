@@ -58,6 +58,7 @@ class Group:
     shape: TableShape | None = None  # of `after`/`before` (envelopes)
     connect_schema: dict[str, Any] | None = None  # the value's Connect schema, when the format has one
     records: int | None = None  # how many, when the decoding counted them (`json_groups`)
+    schema_prefix: str | None = None  # JSON with schemas: every member's text before `,"payload":`
 
     @property
     def keyspace_table(self) -> tuple[str, str]:
@@ -246,7 +247,7 @@ def json_groups(batch: DataFrame, advanced: bool = False, reread: KafkaRanges | 
         start = len(group.prefix.encode()) + len(_PAYLOAD) + 1
         payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
         parsed = connect_group(topic, members, payload, schema, in_payload=False, advanced=advanced)
-        groups.append(replace(parsed, records=group.records))
+        groups.append(replace(parsed, records=group.records, schema_prefix=group.prefix))
     return groups
 
 
