@@ -70,7 +70,7 @@ def _meta() -> list[Column]:
     return [F.col(name) for name in META]
 
 
-_PAYLOAD = ',"payload":'
+PAYLOAD_KEY = ',"payload":'
 SID, START = "_sid", "_start"  # columns `prepare` adds for JSON with schemas
 SCHEMA = "_schema"  # `prepare(..., payload_only=True)`: the schema part of the value, apart
 
@@ -89,9 +89,9 @@ def prepare(batch: DataFrame, value_format: ValueFormat, *, payload_only: bool =
     if value_format is not ValueFormat.JSON_SCHEMAS:
         return batch
     text = F.col("value").cast("string")
-    prefix = F.substring_index(text, _PAYLOAD, 1)
+    prefix = F.substring_index(text, PAYLOAD_KEY, 1)
     sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(F.md5(prefix))
-    start = F.length(prefix) + len(_PAYLOAD) + 1
+    start = F.length(prefix) + len(PAYLOAD_KEY) + 1
     if not payload_only:
         return batch.select(*_meta(), sid.alias(SID), start.alias(START))
     payload = F.substring(text, start, F.length(text) - start).cast("binary")  # without the closing brace
@@ -161,7 +161,7 @@ def _json_with_schemas(rows: DataFrame, advanced: bool) -> list[Group]:
     message is parsed by `from_json`, not its five times larger schema."""
     text = F.col("value").cast("string")
     payload_only = SCHEMA in rows.columns
-    prefix = F.col(SCHEMA) if payload_only else F.substring(text, 1, F.col(START) - len(_PAYLOAD) - 1)
+    prefix = F.col(SCHEMA) if payload_only else F.substring(text, 1, F.col(START) - len(PAYLOAD_KEY) - 1)
     found = rows.groupBy("topic", SID).agg(F.first(prefix).alias("prefix"),
                                            F.min(F.struct("partition", "offset")).alias("first")).collect()
     groups = []
@@ -205,7 +205,7 @@ def json_groups(batch: DataFrame, advanced: bool = False, reread: KafkaRanges | 
     backlog"). `reread`: when the micro-batch holds several topics, a group reads its topic's
     offsets alone from Kafka (`core.kafka_ranges`) instead of the whole micro-batch filtered by topic."""
     batch = batch.select(*_meta())
-    prefix = F.substring_index(F.col("value").cast("string"), _PAYLOAD, 1)
+    prefix = F.substring_index(F.col("value").cast("string"), PAYLOAD_KEY, 1)
     sid = F.when(F.col("value").isNull(), F.lit("tombstone")).otherwise(
         F.concat_ws(":", F.length(prefix), F.xxhash64(prefix)))
     # Per source partition too (a few rows each), for the offsets a re-read of the topic needs.
@@ -244,7 +244,7 @@ def json_groups(batch: DataFrame, advanced: bool = False, reread: KafkaRanges | 
         schema = _connect_schema(topic, group.first, group.prefix)
         members = members.where(F.col("value").isNotNull() if schemas[topic] == 1 else sid == group.sid)
         # bytes of a binary value: the payload from after `,"payload":` to before the closing "}"
-        start = len(group.prefix.encode()) + len(_PAYLOAD) + 1
+        start = len(group.prefix.encode()) + len(PAYLOAD_KEY) + 1
         payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
         parsed = connect_group(topic, members, payload, schema, in_payload=False, advanced=advanced)
         groups.append(replace(parsed, records=group.records, schema_prefix=group.prefix))

@@ -18,6 +18,7 @@ from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import SID, Group, ValueFormat, counted, decode, json_groups
 from bridge.spark.core.errors import BadEnvelopeError
 from bridge.spark.core.kafka_ranges import KafkaRanges
+from bridge.spark.core.known_schemas import KnownSchemas
 from bridge.spark.core.shape import ColumnShape
 from bridge.spark.fold.advanced import AdvancedEvents, GroupKey
 from bridge.spark.fold.frames import JSON_OPTIONS, MirrorColumns, change_events
@@ -34,15 +35,22 @@ class BatchReader:
         self.reread = reread  # JSON with schemas not persisted: a group reads its topic's offsets alone
         self._advanced = AdvancedEvents(cdc, value_format, registry_url) if cdc.advanced else None
         self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
+        self.known = KnownSchemas(reread)  # JSON with schemas: each topic's schema, once it is known
         self.records: int | None = None  # of the last micro-batch, when its groups were counted
 
     def tables(self, batch: DataFrame) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
         """The micro-batch's envelope groups and range / partition deletes, by table. `batch`: the
         frame of `decode.prepare` the caller persists, or, JSON with schemas only, the source's
-        micro-batch itself, not persisted (`decode.json_groups`: the groups then count their records)."""
+        micro-batch itself, not persisted: each topic's records are then read once by the job that
+        writes them when every topic's schema is known (`known_schemas`; the records are not
+        counted), else the groups are found by a job first (`decode.json_groups`, which counts them)."""
         self._keys.clear()
         if self.value_format is ValueFormat.JSON_SCHEMAS and SID not in batch.columns:
-            groups = json_groups(batch, advanced=self.cdc.advanced, reread=self.reread)
+            found = self.known.groups(batch)
+            if found is None:
+                found = json_groups(batch, advanced=self.cdc.advanced, reread=self.reread)
+                self.known.learn(found)
+            groups = found
         else:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
         self.records = counted(groups)

@@ -133,21 +133,24 @@ class HistoryWriter:
         started = time.monotonic()
         spark = batch.sparkSession
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
-        # JSON with schemas is read from the source again by each table's changes (persisted once
-        # there, `change_rows`), as the mirror reads it (`decode.json_groups`): persisting the
-        # micro-batch first cost more than the reads (bench/README.md, the history's sections).
+        # JSON with schemas is read from the source by each table's changes (persisted once there,
+        # `change_rows`), as the mirror reads it (`core.known_schemas`): persisting the micro-batch
+        # first cost more than the reads (bench/README.md, the history's sections).
         cached = self.value_format is not ValueFormat.JSON_SCHEMAS
         if cached:
             batch = prepare(batch, self.value_format, payload_only=True).persist()
         try:
-            tables, dropped = self.reader.tables(batch)
-            if self.reader.records is not None:  # Spark's numInputRows would count every read
-                count_records(self.name, batch_id, self.reader.records)
-            self._write_tables(spark, sorted(set(tables) | set(dropped)), tables, dropped, batch_id)
+            self.reader.known.retried(lambda: self._write_batch(spark, batch, batch_id))
         finally:
             if cached:
                 batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
+
+    def _write_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> None:
+        tables, dropped = self.reader.tables(batch)
+        if self.reader.records is not None:  # Spark's numInputRows would count every read
+            count_records(self.name, batch_id, self.reader.records)
+        self._write_tables(spark, sorted(set(tables) | set(dropped)), tables, dropped, batch_id)
 
     def _write_tables(self, spark: SparkSession, order: list[Table], tables: dict[Table, list[Group]],
                       dropped: dict[Table, list[dict[str, Any]]], batch_id: int) -> None:

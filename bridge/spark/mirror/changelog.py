@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -77,6 +77,7 @@ class ChangeLog:
     def __init__(self, path: str) -> None:
         self.path = path
         self._last: dict[str, int] = {}  # per append name: the last batch id appended (this process: known)
+        self.commits = 0  # appends committed by this process
 
     def exists(self, spark: SparkSession) -> bool:
         from delta.tables import DeltaTable
@@ -86,13 +87,16 @@ class ChangeLog:
     def append(self, spark: SparkSession, columns: MirrorColumns, events: DataFrame | None,
                dropped: list[dict[str, Any]], app_id: str, batch_id: int, changes: int | None = None) -> int:
         """Append a micro-batch's changes of the table (once per batch id); returns the rows
-        written. `changes`: how many `events` holds, when the caller knows (else they are counted:
-        the caller caches them)."""
+        written. `changes`: how many `events` holds, when the caller knows (else the write's job
+        counts them, as it writes them)."""
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         parts: list[DataFrame] = []
         written = 0
+        counted = None
         if events is not None:
-            written = events.count() if changes is None else changes
+            if changes is None:  # counted by the write's own job
+                counted = Observation()
+                events = events.observe(counted, F.count(F.lit(1)).alias("n"))
             parts.append(events.select(*keyed, "x", F.lit(None).cast("string").alias(DROP)))
         if dropped:
             texts = [(orjson.dumps(d["key"]).decode(),) for d in dropped]
@@ -116,7 +120,10 @@ class ChangeLog:
             if not self.exists(spark):
                 writer = writer.partitionBy(BATCH)
         writer.save(self.path)
+        self.commits += 1
         self._last[app_id] = batch_id
+        if events is not None:
+            written += int(counted.get["n"]) if counted is not None else changes or 0
         return written
 
     def _last_appended(self, spark: SparkSession, app_id: str) -> int:

@@ -84,6 +84,7 @@ class MirrorWriter:
         # schemas are read from Kafka by their topic's offsets, not with every topic's records.
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
         self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
+        self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -101,21 +102,13 @@ class MirrorWriter:
         # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
         # disk, instead of Delta's default of writing it to disk first.
         spark.conf.set("spark.databricks.delta.merge.materializeSource.rddStorageLevel", "MEMORY_AND_DISK")
-        # JSON with schemas is read from the source again by each table's job, not persisted
-        # (`decode.json_groups`): caching it cost more than the reads (docs/spark.md).
+        # JSON with schemas is not persisted: each topic's records are read once, by the job that
+        # appends them (`core.known_schemas`); caching cost more than the reads (docs/spark.md).
         cached = self.value_format is not ValueFormat.JSON_SCHEMAS
         if cached:
             batch = prepare(batch, self.value_format).persist()
         try:
-            tables, dropped = self._reader.tables(batch)
-            if self._reader.records is not None:  # each table's append reads the source again
-                count_records(self.name, batch_id, self._reader.records)
-            for table in sorted(set(tables) | set(dropped)):
-                table_started = time.monotonic()
-                appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
-                self._since += appended
-                log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
-                         changes_appended=appended, seconds=round(time.monotonic() - table_started, 2))
+            commits = self._reader.known.retried(lambda: self._append_tables(spark, batch, batch_id))
         finally:
             if cached:
                 batch.unpersist()
@@ -126,8 +119,24 @@ class MirrorWriter:
             elif self.background.start():
                 self._since = self._pending_batches = 0  # counted again from what the compaction leaves
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
-                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job),
+                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job), delta_commits=commits,
                  compacting=self.background is not None and self.background.running)
+
+    def _append_tables(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> int:
+        """Append each table's changes of the micro-batch; returns the Delta commits made."""
+        tables, dropped = self._reader.tables(batch)
+        records, first_commit = 0, self.commits
+        for table in sorted(set(tables) | set(dropped)):
+            started, last_job, before = time.monotonic(), max(_job_ids(spark), default=-1), self.commits
+            appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
+            self._since += appended
+            records += appended
+            log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
+                     changes_appended=appended, spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job),
+                     delta_commits=self.commits - before, seconds=round(time.monotonic() - started, 2))
+        if self.value_format is ValueFormat.JSON_SCHEMAS:  # Spark's numInputRows counts no re-read topic
+            count_records(self.name, batch_id, self._reader.records if self._reader.records is not None else records)
+        return self.commits - first_commit
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
               dropped: list[dict[str, Any]], batch_id: int) -> int:
@@ -164,19 +173,14 @@ class MirrorWriter:
         partition_keys = store.partition_keys(spark, dropped)
         if dropped:
             store.add(spark, columns, partition_keys, dropped, f"{app_id}:dropped", batch_id)
+            self.commits += 1
         events = reduce(DataFrame.unionByName, [self._reader.events(g, columns) for g in groups]) if groups else None
-        # The groups' sizes when the decoding counted them (JSON with schemas: the events are
-        # parsed once, by the append); else the append counts the events, cached so that the
-        # micro-batch's values are parsed once.
-        changes = counted(groups)
-        if events is not None and changes is None:
-            events = events.persist()
-        try:
-            return self._changes(table).append(spark, columns, events, dropped, f"{app_id}:changes", batch_id,
-                                               changes)
-        finally:
-            if events is not None and changes is None:
-                events.unpersist()
+        changelog = self._changes(table)
+        before = changelog.commits
+        # counted by the decoding (`json_groups`), else by the append's own job
+        appended = changelog.append(spark, columns, events, dropped, f"{app_id}:changes", batch_id, counted(groups))
+        self.commits += changelog.commits - before
+        return appended
 
     def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None, *,
                 latest: bool = False) -> int:
@@ -238,11 +242,13 @@ class MirrorWriter:
                 return
             writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
             writer.option("mergeSchema", "true").save(path)
+            self.commits += 1
         else:
             writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
             for key, value in TABLE_PROPERTIES.items():
                 writer = writer.option(key, value)
             writer.save(path)
+            self.commits += 1
         log.info("mirror table schema written", path=path, columns=[f.name for f in schema.fields])
 
 
