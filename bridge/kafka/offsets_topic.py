@@ -33,11 +33,12 @@ from typing import Any
 
 import structlog
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.offsets import UnreadableKey, decode_value, group_of_key
-from bridge.kafka.watermarks import electing, watermarks
+from bridge.kafka.watermarks import electing, watermarks_of
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
@@ -89,17 +90,12 @@ class OffsetsTopic:
             "enable.partition.eof": False,
         })
         self._client_config = client_config
-        self._watermarks = self._watermarks_consumer()
+        self._admin = self._admin_client()
         self._partitions: list[int] = []
 
-    def _watermarks_consumer(self) -> Any:
-        """Asks for high watermarks only (read_uncommitted: records of open transactions count)."""
-        return Consumer({
-            **with_logger(self._client_config),
-            "group.id": f"{self.name}-offsets-watermarks-{uuid.uuid4().hex[:8]}",  # never joins or commits
-            "enable.auto.commit": False,
-            "isolation.level": "read_uncommitted",
-        })
+    def _admin_client(self) -> Any:
+        """Asks for every partition's watermarks in one request (`watermarks_of`)."""
+        return AdminClient(with_logger(self._client_config))
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Assign every partition of the topic; a topic created a moment ago may have no leader
@@ -135,7 +131,7 @@ class OffsetsTopic:
         leaves its transaction open until its successor fences it or the broker aborts it, 10-20 s
         later, and a report need not wait for that."""
         deadline = time.monotonic() + timeout_s
-        ends = {p: self._end_of(p, deadline, committed_only) for p in self._partitions}
+        ends = self._ends(deadline, committed_only)
         while True:
             for message in self._consumer.consume(10_000, timeout=0.1):
                 self._apply(message)
@@ -148,24 +144,22 @@ class OffsetsTopic:
                     f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
                 )
 
-    def _end_of(self, partition: int, deadline: float, committed_only: bool) -> tuple[int, int]:
-        """The (low, high) watermarks, open transactions included (or, `committed_only`, high is
-        the last stable offset: the read_committed consumer asks for that); retried while a new
+    def _ends(self, deadline: float, committed_only: bool) -> dict[int, tuple[int, int]]:
+        """The (low, high) watermarks of every partition, open transactions included (or,
+        `committed_only`, high is the last stable offset), in one round trip; retried while a new
         topic's leader is being elected."""
-        asking = self._consumer if committed_only else self._watermarks
         try:
-            return watermarks(asking, self.topic, partition, deadline)
+            return watermarks_of(self._admin, self.topic, self._partitions, deadline, committed_only=committed_only)
         except KafkaException as error:
-            if electing(error) and asking is self._watermarks:
-                self._renew_watermarks()
+            if electing(error):
+                self._renew_admin()
             raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
 
-    def _renew_watermarks(self) -> None:
-        """A client that never assigns the topic can keep 'Unknown partition' for minutes after its
-        leader's broker was killed and restarted (a fault test saw one worker's groups wait 3+ minutes
-        with every broker up): the next try starts with a new client and fresh metadata."""
-        self._watermarks.close()
-        self._watermarks = self._watermarks_consumer()
+    def _renew_admin(self) -> None:
+        """A client can keep 'Unknown partition' for minutes after the leader's broker was killed
+        and restarted (a fault test saw one worker's groups wait 3+ minutes with every broker up):
+        the next try starts with a new client and fresh metadata."""
+        self._admin = self._admin_client()
 
     def _apply(self, message: Any) -> None:
         if message.error() is not None:
@@ -233,8 +227,7 @@ class OffsetsTopic:
                 f"reset --corrupt` (those groups then start from the default start, scylla.initial.lookback.ms)")
 
     def close(self) -> None:
-        self._consumer.close()
-        self._watermarks.close()
+        self._consumer.close()  # the AdminClient has no close: it goes with its last reference
 
 
 def _behind(position: int, low: int, high: int) -> bool:

@@ -55,3 +55,49 @@ def test_a_final_error_or_an_absent_topic_the_caller_accepts_is_raised_at_once()
             watermarks(client, "t-config", 0, time.monotonic() + 10, absent_ok=absent_ok)
         assert client.asked == 1
     assert watermarks(AnsweringAfter(KafkaError.UNKNOWN_TOPIC_OR_PART), "t", 0, time.monotonic() + 10) == (3, 9)
+
+
+class _Answered:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+class AdminAnsweringAfter:
+    """An AdminClient whose ListOffsets requests fail with `errors` (in order), then answer
+    low 3 / high 9 for every partition asked, all partitions in one request."""
+
+    def __init__(self, *errors: int) -> None:
+        self.errors = list(errors)
+        self.requests: list[int] = []
+
+    def list_offsets(self, asked: dict[TopicPartition, object], **_: object) -> dict[TopicPartition, object]:
+        import concurrent.futures
+
+        self.requests.append(len(asked))
+        answers = {}
+        error = KafkaException(KafkaError(self.errors.pop(0))) if self.errors else None
+        for tp, spec in asked.items():
+            future: concurrent.futures.Future[_Answered] = concurrent.futures.Future()
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(_Answered(9 if "Latest" in type(spec).__name__ else 3))
+            answers[tp] = future
+        return answers
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        pass
+
+
+def test_every_partition_is_asked_in_one_request_per_end() -> None:
+    admin = AdminAnsweringAfter()
+    assert module.watermarks_of(admin, "t-offsets", range(25), time.monotonic() + 10) == {p: (3, 9) for p in range(25)}
+    assert admin.requests == [25, 25]
+
+
+def test_a_batch_is_asked_again_while_a_leader_is_elected_and_not_after_a_refusal() -> None:
+    admin = AdminAnsweringAfter(KafkaError.NOT_LEADER_FOR_PARTITION)
+    assert module.watermarks_of(admin, "t-offsets", [0, 1], time.monotonic() + 10)[1] == (3, 9)
+    with pytest.raises(KafkaException):
+        module.watermarks_of(AdminAnsweringAfter(KafkaError.TOPIC_AUTHORIZATION_FAILED), "t", [0],
+                             time.monotonic() + 10)
