@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka.admin._listoffsets import OffsetSpec
 
 RETRY_PAUSE_S = 0.2
 
@@ -77,7 +77,8 @@ def watermarks_of(admin: Any, topic: str, partitions: Sequence[int], deadline: f
 def _ask_ends(admin: Any, topic: str, partitions: Sequence[int], isolation: IsolationLevel,
               timeout: float) -> dict[int, tuple[int, int]]:
     asked = {}
-    for end, spec in (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest())):
+    specs = (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
+    for end, spec in specs:
         futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
                                      isolation_level=isolation, request_timeout=timeout)
         asked[end] = {tp.partition: future for tp, future in futures.items()}
