@@ -12,9 +12,9 @@ from pathlib import Path
 from bridge.sim import Emulator
 from tests.faults.lab import WORKERS, FaultLab
 from tests.faults.scenario import begin, check_exactly_once, wait_until_ready
-from tests.integration.worker.harness import WorkerProcess, owned_slots, wait_for
+from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, wait_for
 
-SLOTS = 12  # the harness's slots.count
+SLOTS = DEFAULT_SLOTS
 
 
 def test_kafka_out_of_reach_for_longer_than_the_transaction_timeout(

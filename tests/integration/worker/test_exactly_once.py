@@ -16,6 +16,7 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
+    DEFAULT_SLOTS,
     WorkerProcess,
     owned_slots,
     read_topic,
@@ -97,12 +98,12 @@ def test_zombie_late_commit_fails_and_rejoins(
     workload.create(emulator)
     config = write_properties(tmp_path / "w.properties", worker_properties(stack, bridge_name, [f"{keyspace}.a"]))
     zombie, other = workers(config, "zombie"), workers(config, "other")
-    wait_for(lambda: _owned(zombie) and len(_owned(zombie) | _owned(other)) == 12, 60, "both workers to own slots")
+    wait_for(lambda: _owned(zombie) and len(_owned(zombie) | _owned(other)) == DEFAULT_SLOTS, 60, "both workers to own slots")
     workload.write_round(emulator, 0)
     time.sleep(2.5)  # the zombie is reading or committing round 0 when it stops
     os.kill(zombie.pid, 19)  # SIGSTOP
     workload.write_round(emulator, 1)
-    wait_for(lambda: len(_owned(other)) == 12, 60, "the stopped worker's slots to move")
+    wait_for(lambda: len(_owned(other)) == DEFAULT_SLOTS, 60, "the stopped worker's slots to move")
     os.kill(zombie.pid, 18)  # SIGCONT
     workload.write_round(emulator, 2)
     check_output(stack, bridge_name, workload)

@@ -20,7 +20,7 @@ from bridge.scylla.reader import SourceReader
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.scylla.harness import run_reader, settings_for
-from tests.integration.worker.harness import CLI, WorkerProcess, ids_of, read_topic
+from tests.integration.worker.harness import CLI, DEFAULT_SLOTS, WorkerProcess, ids_of, read_topic
 from tests.integration.worker.test_run import insert, make_table
 
 
@@ -84,7 +84,7 @@ def test_status_and_reset(
 
     status = cli("status", "--sample-s", "2")
     assert status.returncode == 0, status.stderr
-    assert f"workers of {bridge_name}: 1, slots owned 12/12" in status.stdout
+    assert f"workers of {bridge_name}: 1, slots owned {DEFAULT_SLOTS}/{DEFAULT_SLOTS}" in status.stdout
     assert f"table {table}: lag" in status.stdout and "keeping up" in status.stdout, status.stdout
     refused = cli("offsets", "reset")
     assert refused.returncode == 2 and "workers of" in refused.stderr

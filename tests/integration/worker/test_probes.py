@@ -10,6 +10,7 @@ from pathlib import Path
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
+    DEFAULT_SLOTS,
     WorkerProcess,
     free_port,
     http_get,
@@ -18,7 +19,7 @@ from tests.integration.worker.harness import (
     wait_for,
 )
 
-SLOTS = 6
+SLOTS = DEFAULT_SLOTS
 
 
 def test_metrics_and_probes_tell_what_the_worker_did(
@@ -28,7 +29,7 @@ def test_metrics_and_probes_tell_what_the_worker_did(
     emulator.execute(f"CREATE TABLE {keyspace}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck))"
                      " WITH cdc = {'enabled': true}")
     port = free_port()
-    worker = workers(config_for([f"{keyspace}.t"], slots__count=SLOTS, metrics__port=port), "w")
+    worker = workers(config_for([f"{keyspace}.t"], metrics__port=port), "w")
     wait_for(lambda: http_get(port, "/readyz")[0] == 200, 60, "the worker to be ready")
     assert http_get(port, "/healthz")[0] == 200
     for i in range(20):

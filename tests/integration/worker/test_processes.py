@@ -19,6 +19,7 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     CLI,
+    DEFAULT_SLOTS,
     WorkerProcess,
     free_port,
     http_get,
@@ -28,7 +29,7 @@ from tests.integration.worker.harness import (
 )
 from tests.integration.worker.test_run import assert_each_once, insert, make_table
 
-SLOTS = 12
+SLOTS = DEFAULT_SLOTS
 
 
 def child_pids(supervisor: WorkerProcess) -> dict[int, int]:
@@ -73,7 +74,7 @@ def test_two_worker_processes_share_slots_restart_and_stop_together(
     table = make_table(emulator, keyspace)
     port = free_port()
     instance = f"sup-{uuid.uuid4().hex[:6]}"
-    config = config_for([table], slots__count=SLOTS, worker__processes=2, metrics__port=port,
+    config = config_for([table], worker__processes=2, metrics__port=port,
                         worker__instance__id=instance)
     supervisor = workers(config, "sup")
     wait_for(lambda: len(child_pids(supervisor)) == 2, 30, "two worker processes to start")

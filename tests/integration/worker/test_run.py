@@ -11,6 +11,7 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     CLI,
+    DEFAULT_SLOTS,
     WorkerProcess,
     ids_of,
     owned_slots,
@@ -20,7 +21,7 @@ from tests.integration.worker.harness import (
     write_properties,
 )
 
-SLOTS = 12
+SLOTS = DEFAULT_SLOTS
 
 
 def make_table(emu: Emulator, keyspace: str, table: str = "orders") -> str:
@@ -53,7 +54,7 @@ def test_workers_share_slots_and_only_moved_slots_change_hands(
     """Three workers own disjoint slots covering all; a fourth takes slots only from the others'
     surplus; one stopping hands only its own slots on; every change arrives once."""
     table = make_table(emulator, keyspace)
-    config = config_for([table], slots__count=SLOTS)
+    config = config_for([table])
     first = [workers(config, f"w{i}") for i in range(3)]
     insert(emulator, table, range(0, 60))
     wait_for(lambda: settled(first), 60, "three workers to own every slot")

@@ -56,7 +56,7 @@ def test_workers_started_during_a_topic_burst_all_start(
 ) -> None:
     table = make_table(emulator, keyspace)
     configs = [write_properties(tmp_path / f"b{i}.properties",
-                                worker_properties(private_kafka, f"burst{i}", [table], offset__storage__partitions=25))
+                                worker_properties(private_kafka, f"burst{i}", [table]))
                for i in range(WORKERS)]
     admin = AdminClient({"bootstrap.servers": private_kafka.kafka_bootstrap})
     started = time.monotonic()

@@ -16,11 +16,11 @@ from bridge.control.control_records import TargetState
 from bridge.kafka.status_topic import read_statuses
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
-from tests.integration.worker.harness import WorkerProcess, owned_slots, read_topic, wait_for
+from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, read_topic, wait_for
 from tests.integration.worker.test_failure_modes import _poisoned_table
 from tests.integration.worker.test_run import assert_each_once, insert, make_table, run_cli, settled
 
-SLOTS = 12
+SLOTS = DEFAULT_SLOTS
 
 
 def _verb(config: Path, *args: str) -> str:
@@ -50,7 +50,7 @@ def test_pause_resume_stop_on_two_workers_deliver_each_change_once(
     workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
 ) -> None:
     table = make_table(emulator, keyspace)
-    config = config_for([table], slots__count=SLOTS)
+    config = config_for([table])
     topic = f"{bridge_name}.{table}"
     pair = [workers(config, f"w{i}") for i in range(2)]
     insert(emulator, table, range(0, 30))
@@ -102,7 +102,7 @@ def test_restart_retries_a_failed_group_at_once(
     """With errors.retry.timeout=0 a failed group is never retried on its own; `restart --task N`
     (N: the slot the status topic names) starts it again within a second or two."""
     table = _poisoned_table(emulator, keyspace)
-    worker = workers(config_for([table], slots__count=SLOTS, errors__retry__timeout=0), "w")
+    worker = workers(config_for([table], errors__retry__timeout=0), "w")
     emulator.execute(f"INSERT INTO {table} (id, item) VALUES (1, 'x')")
     wait_for(lambda: bool(_events(worker, "group failed")), 90, "the group to fail")
     status = _connector(stack, bridge_name, TargetState.STARTED)
@@ -112,7 +112,7 @@ def test_restart_retries_a_failed_group_at_once(
     time.sleep(2)
     assert len(_events(worker, "group started")) == started, "retried without a restart"
     asked = time.monotonic()
-    _verb(config_for([table], slots__count=SLOTS, errors__retry__timeout=0), "restart", "--task",
+    _verb(config_for([table], errors__retry__timeout=0), "restart", "--task",
           str(failed[0]["id"]))
     wait_for(lambda: len(_events(worker, "group started")) > started, 10, "the restarted group to start")
     print(f"failed group restarted {time.monotonic() - asked:.1f} s after the command")

@@ -25,9 +25,9 @@ from bridge.scylla.stream_id import StreamId
 from bridge.sim import Emulator
 from bridge.sim.settings import SimSettings
 from bridge.stack.layout import Endpoints
-from tests.integration.worker.harness import WorkerProcess, owned_slots, read_topic, wait_for
+from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, read_topic, wait_for
 
-SLOTS = 8
+SLOTS = DEFAULT_SLOTS
 KEYS = 16
 
 
@@ -98,7 +98,7 @@ def test_successors_wait_for_predecessors_read_by_other_workers(
     config_for: Callable[..., Path], workers: Callable[..., WorkerProcess], stack: Endpoints, bridge_name: str,
 ) -> None:
     data, table = table_in(private_emulator, keyspace, kind, cassandra_session)
-    config = config_for([f"{data}.{table}"], slots__count=SLOTS, scylla__cdc__metadata__vnodes__keyspace=keyspace,
+    config = config_for([f"{data}.{table}"], scylla__cdc__metadata__vnodes__keyspace=keyspace,
                         scylla__cdc__metadata__tablets__keyspace=keyspace)
     try:
         pair = [workers(config, "a"), workers(config, "b")]
