@@ -98,7 +98,8 @@ def test_zombie_late_commit_fails_and_rejoins(
     workload.create(emulator)
     config = write_properties(tmp_path / "w.properties", worker_properties(stack, bridge_name, [f"{keyspace}.a"]))
     zombie, other = workers(config, "zombie"), workers(config, "other")
-    wait_for(lambda: _owned(zombie) and len(_owned(zombie) | _owned(other)) == DEFAULT_SLOTS, 60, "both workers to own slots")
+    wait_for(lambda: _owned(zombie) and len(_owned(zombie) | _owned(other)) == DEFAULT_SLOTS, 60,
+             "both workers to own slots")
     workload.write_round(emulator, 0)
     time.sleep(2.5)  # the zombie is reading or committing round 0 when it stops
     os.kill(zombie.pid, 19)  # SIGSTOP
