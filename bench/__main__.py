@@ -45,6 +45,7 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from bench.ceilings import bridge_session, paging_ceiling, producing_ceiling
+from bench.results import add_record_flag, record_report
 from bench.worker_bench import catchup, fill_backlog, latency, stored_fill
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
@@ -123,6 +124,7 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="fill new backlogs even if an earlier run left complete ones "
                              "(keyspaces bench_backlog_<mix>_<changes>)")
+    add_record_flag(parser)
     parser.add_argument("--keyspaces", help="BIG,SMALL: the backlog keyspaces to read (filled if incomplete)")
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
@@ -178,6 +180,16 @@ def main() -> int:
     text = json.dumps(report, indent=2)
     args.out.write_text(text + "\n")
     print(text)
+    if args.record:
+        small = {f"small_backlog_200k.{run}.{key}": f"details.small_backlog.{run}.{key}" for run in small_runs
+                 for key in ("envelopes_per_s", "steady_envelopes_per_s", "envelopes_per_cpu_s",
+                             "steady_envelopes_per_cpu_s")}
+        record_report(report, {**{k: k for k in ("envelopes_per_s", "steady_envelopes_per_s", "envelopes_per_cpu_s",
+                  "steady_envelopes_per_cpu_s", "throughput_ratio", "steady_throughput_ratio", "latency_overhead_p50_s",
+                  "latency_overhead_p99_s", "latency_overhead_max_s", "peak_rss_mb", *one_core_rates(None))},
+                               "ceilings.": "ceilings.",
+                               "cores_used_during_catchup.": "cores_used_during_catchup.",
+                               "rss_mb_at_backlog_read.": "rss_mb_at_backlog_read.", **small}, bench="worker")
     return 0
 
 

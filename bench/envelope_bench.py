@@ -26,9 +26,11 @@ import io
 import json
 import os
 import platform
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -303,9 +305,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--registry-url", default=None, help="a Confluent-compatible registry (default: in-process)")
+    parser.add_argument("--record", action="store_true", help="merge the *_1core keys into bench/results.json")
     args = parser.parse_args()
     registry = registry_client(args.registry_url) if args.registry_url else InProcessRegistry()
-    print(json.dumps(run(args.records, registry), indent=2))
+    result = run(args.records, registry)
+    print(json.dumps(result, indent=2))
+    if args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.__main__ import one_core_rates
+        from bench.results import command_line, record
+
+        record({k: v for k, v in one_core_rates(result).items() if v is not None}, command_line(),
+               bench="envelope_bench")
 
 
 if __name__ == "__main__":

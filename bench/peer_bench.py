@@ -151,6 +151,7 @@ def main() -> int:
     parser.add_argument("--keyspace", help="reuse a backlog this script filled before")
     parser.add_argument("--timeout", type=float, default=900.0, help="per run, seconds")
     parser.add_argument("--sides", default="bridge,peer1,peerN", help="runs, in order")
+    parser.add_argument("--record", action="store_true", help="merge the peer_* keys into bench/results.json")
     args = parser.parse_args()
     jar = peer_jar()
     if jar is None:
@@ -179,7 +180,7 @@ def main() -> int:
         proxy.stop()
     peer_ms = runs.get("peer1", {}).get("cpu_ms_per_record")
     bridge_ms = runs.get("bridge", {}).get("cpu_ms_per_record")
-    print(json.dumps({
+    result = {
         "bench": "peer_side_by_side", "mix": fill["mix"], "changes": fill["changes"], "keyspace": keyspace,
         "expected_records": fill["envelopes"], "cores": cores, "runs": runs,
         "peer_java_cpu_ms_per_record": peer_ms, "bridge_cpu_ms_per_record": bridge_ms,
@@ -188,7 +189,15 @@ def main() -> int:
                      "cdc-bridge run": "exactly-once (records and offsets in one Kafka transaction)"},
         "note": "one run after the other on the same machine; elapsed and first record from process start; "
                 "CPU of each side's process tree; the CQL proxy the connector reads through runs in this process",
-    }, indent=1))
+    }
+    print(json.dumps(result, indent=1))
+    if args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.results import record_report
+
+        keys = ("peer_java_cpu_ms_per_record", "bridge_cpu_ms_per_record", "peer_cpu_ratio")
+        record_report(result, {f"{key}.{fill['mix']}": key for key in keys},
+                      bench="peer_bench")
     return 0
 
 

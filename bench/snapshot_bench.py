@@ -177,6 +177,7 @@ def main() -> int:
     parser.add_argument("--profile", metavar="FILE", help="py-spy the worker into FILE (collapsed stacks)")
     parser.add_argument("--profile-gil", action="store_true", help="with --profile: sample only the GIL holder")
     parser.add_argument("--set", dest="settings", metavar="KEY=VALUE", type=setting, action="append")
+    parser.add_argument("--record", action="store_true", help="merge the snapshot keys into bench/results.json")
     args = parser.parse_args()
     args.keyspace = args.keyspace or f"bench_snapshot_{args.rows}"
     endpoints = Endpoints.from_env()
@@ -186,11 +187,25 @@ def main() -> int:
             raw = raw_paging(session, args.keyspace, args.fetch_size)
         bridge = run_snapshot(args, endpoints, emu, raw["rows"])
     ratio = None if not bridge["snapshot_rows_per_s"] else round(bridge["snapshot_rows_per_s"] / raw["rows_per_s"], 3)
-    print(json.dumps({"bench": "snapshot", "keyspace": args.keyspace, "rows": raw["rows"],
+    result = {"bench": "snapshot", "keyspace": args.keyspace, "rows": raw["rows"],
                       "fill_rows_per_s": None if fill_rate is None else round(fill_rate),
                       "raw_paging_rows_per_s": raw["rows_per_s"], "raw_paging_cores_used": raw["cores_used"],
                       **bridge, "ratio_to_raw_paging": ratio,
-                      "fetch_size": args.fetch_size, "max_threads": args.max_threads}))
+                      "fetch_size": args.fetch_size, "max_threads": args.max_threads}
+    print(json.dumps(result))
+    if args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.results import record_report
+
+        record_report(result, {"snapshot_rows_per_s": "snapshot_rows_per_s",
+                               "snapshot_rows_per_cpu_s": "rows_per_cpu_s",
+                               "raw_paging_rows_per_s": "raw_paging_rows_per_s",
+                               "ratio_to_raw_paging": "ratio_to_raw_paging", "snapshot_peak_rss_mb": "peak_rss_mb",
+                               "rss_mb_at_rows_read.": "rss_mb_at_rows_read.",
+                               "streaming_delay_beyond_window_s.p50": "streaming_delay_beyond_window_s.p50",
+                               "streaming_delay_beyond_window_s.p99": "streaming_delay_beyond_window_s.p99",
+                               "streaming_delay_beyond_window_s.max": "streaming_delay_beyond_window_s.max"},
+                      bench="snapshot_bench")
     return 0
 
 

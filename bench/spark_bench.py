@@ -27,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench.results import add_record_flag, record_report
 from bridge.sim import Emulator
 from bridge.stack.manager import StackManager
 from tests.integration.worker.harness import start_worker, worker_properties, write_properties
@@ -71,6 +72,7 @@ def main() -> int:
                         "command (e.g. '--max-offsets-per-trigger 100000')")
     parser.add_argument("--master", help="with --flatten-backlog / --mirror-backlog: submit the job to this "
                         "standalone master (cdc-bridge stack up --spark-cluster) with spark-submit")
+    add_record_flag(parser)
     parser.add_argument("--cores-max", type=int, default=2, help="with --master: the job's cores (spark.cores.max)")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
@@ -81,17 +83,25 @@ def main() -> int:
     if args.mirror_backlog or args.topics:
         from spark_mirror_backlog import mirror_backlog
 
-        print(json.dumps(mirror_backlog(endpoints, args.mirror_backlog or 0, args.keyspace, args.topics,
-                                        args.mirror_args.split(), args.max_batches, args.compare,
-                                        args.converter)),
-              file=report, flush=True)
+        mirrored = mirror_backlog(endpoints, args.mirror_backlog or 0, args.keyspace, args.topics,
+                                  args.mirror_args.split(), args.max_batches, args.compare, args.converter)
+        print(json.dumps(mirrored), file=report, flush=True)
+        if args.record:
+            avro = "_avro" if args.converter == "avro" else ""
+            record_report(mirrored, {f"spark_mirror_rows_per_s{avro}": "rows_per_s_overall",
+                                     "spark_mirror_batch_overhead_s": "overhead.one_record_batch_s",
+                                     "spark_peak_driver_rss_mb": "jvm_peak_rss_mb"}, bench="spark_mirror_backlog")
         return 0
     if args.flatten_backlog:
         from spark_flatten_backlog import flatten_backlog
 
-        print(json.dumps(flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter,
-                                         args.flatten_args.split())),
-              file=report, flush=True)
+        flattened = flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter,
+                                    args.flatten_args.split())
+        print(json.dumps(flattened), file=report, flush=True)
+        if args.record:
+            record_report(flattened, {"spark_flatten_rows_per_s": "rows_per_s_overall",
+                                      "spark_flatten_batch_overhead_s": "overhead.one_record_batch_s"},
+                          bench="spark_flatten_backlog")
         return 0
     folder = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -121,6 +131,9 @@ def main() -> int:
         finally:
             emu.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
     print(json.dumps(result), file=report, flush=True)
+    if args.record:
+        record_report(result, {"spark.flatten_rows_per_s": "flatten_rows_per_s",
+                               "spark.mirror_rows_per_s": "mirror_rows_per_s"}, bench="spark_bench")
     return 0
 
 

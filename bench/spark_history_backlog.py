@@ -78,10 +78,21 @@ def main() -> None:
     parser.add_argument("--converter", choices=("json", "avro"), default="json",
                         help="the backlog's format: JSON with schemas, or Avro through the registry")
     parser.add_argument("--keyspace", help="carry an earlier fill's keyspace again (without --topics)")
+    parser.add_argument("--record", action="store_true", help="merge the spark_history_* keys into bench/results.json")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
-    print(json.dumps(history_backlog(endpoints, args.changes, args.topics, args.max_batches, args.converter,
-                                     args.keyspace), indent=1))
+    result = history_backlog(endpoints, args.changes, args.topics, args.max_batches, args.converter, args.keyspace)
+    print(json.dumps(result, indent=1))
+    if args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.results import record_report
+
+        if args.converter == "avro":
+            picks = {"spark_history_rows_per_s_avro": "spark_history_rows_per_s"}
+        else:
+            picks = {k: k for k in ("spark_history_rows_per_s", "spark_history_rows_per_cpu_s", "spark_history_records",
+                                    "spark_history_jvm_peak_rss_mb")}
+        record_report(result, picks, bench="spark_history_backlog")
 
 
 if __name__ == "__main__":

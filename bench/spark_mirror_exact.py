@@ -64,7 +64,11 @@ def cassandra_rows(session: Any, keyspace: str, table: str) -> dict[tuple[Any, .
 
 
 def delta_rows(spark: Any, path: str) -> dict[tuple[Any, ...], dict[str, Any]]:
-    frame = spark.read.format("delta").load(path)
+    return frame_rows(spark.read.format("delta").load(path))
+
+
+def frame_rows(frame: Any) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """A Spark frame's rows (a Delta table, or `current_state`'s view) by key, `_cdc_*` left out."""
     columns = [c for c in frame.columns if not c.startswith("_cdc_")]
     rows = {}
     for row in frame.select(*columns).toLocalIterator():

@@ -203,6 +203,7 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=6, help="1-record micro-batches per mirror and mode")
     parser.add_argument("--cluster", action="store_true", help="cluster both tables by their keys first")
     parser.add_argument("--modes", default="compact_each,append", help="compact_each and/or append")
+    parser.add_argument("--record", action="store_true", help="merge its key into bench/results.json")
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
     CLI[-1] = "mirror"
@@ -231,6 +232,12 @@ def main() -> int:
     result["load_average_end"] = os.getloadavg()
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print(json.dumps(result), file=report, flush=True)
+    if args.record:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.results import record_report
+
+        record_report(result, {"spark_mirror_large_table_batch_s": "spark_mirror_large_table_batch_s"},
+                      bench="spark_mirror_large_table")
     return 0
 
 

@@ -94,11 +94,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--keyspace", required=True, help="a backlog keyspace filled by python -m bench")
     parser.add_argument("--tables", default="wide,imaged")
+    parser.add_argument("--record", action="store_true", help="merge the stage_costs_* keys into bench/results.json")
     args = parser.parse_args()
     endpoints = Endpoints.from_env()
     report = stage_costs(endpoints.cassandra_host, endpoints.cassandra_port, args.keyspace, args.tables.split(","))
     json.dump(report, sys.stdout, indent=2)
     print()
+    if args.record:
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from bench.results import record_report
+
+        record_report(report, {"stage_costs_us_per_envelope.": "us_per_envelope.",
+                               "stage_costs_one_thread_envelopes_per_cpu_s": "one_thread_envelopes_per_cpu_s"},
+                      bench="stage_costs")
     return 0
 
 

@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -27,6 +28,18 @@ _COMMANDS: dict[str, str] = {
     "demo": "bridge.cli.demo",
     "spark": "bridge.cli.spark",
 }
+
+
+# Other distributions add commands here (name = module with a `register(commands)`), e.g. the
+# development bench's `stack`, `sim` and `demo`: a product-only install lists the product's own.
+PLUGIN_GROUP = "cdc_bridge.commands"
+
+
+def _command_table() -> dict[str, str]:
+    """The product's commands, then the installed plugins' in name order; a plugin never replaces
+    a product command."""
+    plugins = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP) if ep.name not in _COMMANDS}
+    return {**_COMMANDS, **dict(sorted(plugins.items()))}
 
 
 class _Version(argparse.Action):
@@ -50,7 +63,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the hot path's libraries")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     named = next((a for a in argv or () if not a.startswith("-")), None)
-    modules = [_COMMANDS[named]] if named in _COMMANDS else list(dict.fromkeys(_COMMANDS.values()))
+    table = _command_table()
+    modules = [table[named]] if named in table else list(dict.fromkeys(table.values()))
     for module in modules:
         importlib.import_module(module).register(commands)
     return parser

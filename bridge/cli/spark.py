@@ -60,6 +60,18 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
     mirror.add_argument("--compact-every-changes", type=int, metavar="M", help="... or once M changes are "
                         "pending (default 500000)")
     mirror.set_defaults(handler=_mirror)
+    compact = jobs.add_parser("compact", help="fold the mirror's pending changes into its Delta tables now",
+                              description="Fold each changelog PATH/_cdc_changes/<keyspace>/<table> into "
+                              "PATH/<keyspace>/<table> with one MERGE per table (a maintenance job; safe beside a "
+                              "running mirror: appends made meanwhile stay pending).")
+    compact.add_argument("--delta", required=True, metavar="PATH", help="root folder of the mirror tables")
+    compact.add_argument("--table", action="append", default=[], metavar="KEYSPACE.TABLE",
+                         help="only this table (repeatable; default every table with a changelog)")
+    compact.add_argument("--master", default=default_master, help="Spark master (default %(default)s)")
+    compact.add_argument("--spark-log", type=Path, metavar="PATH", help="Spark's own console output goes to "
+                         "this file (default: a new file under <temp>/cdc-bridge-spark/)")
+    compact.add_argument("--verbose", action="store_true", help="Spark's own console output here, not in a file")
+    compact.set_defaults(handler=_compact)
     history = jobs.add_parser("history", help="keep every version of every row (SCD type 2) in Delta tables",
                               description="Append each micro-batch's changes to PATH/_cdc_changes/<keyspace>/<table> "
                               "and MERGE the versions of the keys they touch into PATH/<keyspace>/<table> "
@@ -133,6 +145,11 @@ def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None
                         "one; spark.ui.port to choose)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="more Spark settings (repeatable)")
+    parser.add_argument("--spark-log", type=Path, metavar="PATH", help="Spark's own console output "
+                        "(Ivy, log4j) goes to this file, its path told once (default: a new file under "
+                        "<temp>/cdc-bridge-spark/; not under spark-submit, --master none); a failing job "
+                        "prints its last lines")
+    parser.add_argument("--verbose", action="store_true", help="Spark's own console output here, not in a file")
 
 
 def _job(args: argparse.Namespace) -> Any:
@@ -149,7 +166,8 @@ def _job(args: argparse.Namespace) -> Any:
         executor_memory=args.executor_memory, spark_ui=args.spark_ui, spark_conf=args.spark_conf,
         cdc={"cdc.output.format": args.cdc_output_format, "cdc.include.after": args.cdc_include_after,
              "cdc.include.primary-key.placement": args.cdc_include_primary_key_placement,
-             "cdc.include.primary-key.payload-key-name": args.cdc_include_primary_key_payload_key_name})
+             "cdc.include.primary-key.payload-key-name": args.cdc_include_primary_key_payload_key_name},
+        spark_log=args.spark_log, verbose=args.verbose)
 
 
 def _flatten(args: argparse.Namespace) -> int:
@@ -166,6 +184,12 @@ def _mirror(args: argparse.Namespace) -> int:
 
     return run_mirror(_job(args), delta_root=args.delta, compact_every_batches=args.compact_every_batches,
                       compact_every_changes=args.compact_every_changes)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from bridge.spark.compact_job import run_compact
+
+    return run_compact(args.delta, args.table, args.master, args.spark_log, args.verbose)
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ from confluent_kafka.admin import AdminClient
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.offsets import UnreadableKey, decode_value, group_of_key
-from bridge.kafka.watermarks import electing, watermarks_of
+from bridge.kafka.watermarks import all_watermarks, electing
 from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
@@ -94,7 +94,7 @@ class OffsetsTopic:
         self._partitions: list[int] = []
 
     def _admin_client(self) -> Any:
-        """Asks for every partition's watermarks in one request (`watermarks_of`)."""
+        """Asks for the watermarks of every partition at once (bridge/kafka/watermarks.py)."""
         return AdminClient(with_logger(self._client_config))
 
     def start(self, timeout_s: float = 30.0) -> None:
@@ -146,17 +146,19 @@ class OffsetsTopic:
 
     def _ends(self, deadline: float, committed_only: bool) -> dict[int, tuple[int, int]]:
         """The (low, high) watermarks of every partition, open transactions included (or,
-        `committed_only`, high is the last stable offset), in one round trip; retried while a new
-        topic's leader is being elected."""
+        `committed_only`, high is the last stable offset), asked for in one round trip; retried
+        while a new topic's leader is being elected."""
         try:
-            return watermarks_of(self._admin, self.topic, self._partitions, deadline, committed_only=committed_only)
+            return all_watermarks(self._admin, self.topic, self._partitions, deadline, committed_only=committed_only)
         except KafkaException as error:
             if electing(error):
                 self._renew_admin()
-            raise KafkaUnavailableError(f"offsets topic {self.topic}: {error.args[0].str()}") from None
+            raise KafkaUnavailableError(
+                f"offsets topic {self.topic}: Kafka did not answer for the watermarks of its {len(self._partitions)} "
+                f"partitions: {error.args[0].str()}") from None
 
     def _renew_admin(self) -> None:
-        """A client can keep 'Unknown partition' for minutes after the leader's broker was killed
+        """A client can keep 'Unknown partition' for minutes after its leader's broker was killed
         and restarted (a fault test saw one worker's groups wait 3+ minutes with every broker up):
         the next try starts with a new client and fresh metadata."""
         self._admin = self._admin_client()
@@ -227,7 +229,7 @@ class OffsetsTopic:
                 f"reset --corrupt` (those groups then start from the default start, scylla.initial.lookback.ms)")
 
     def close(self) -> None:
-        self._consumer.close()  # the AdminClient has no close: it goes with its last reference
+        self._consumer.close()
 
 
 def _behind(position: int, low: int, high: int) -> bool:

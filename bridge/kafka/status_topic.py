@@ -19,10 +19,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaUnavailableError
-from bridge.kafka.watermarks import watermarks
+from bridge.kafka.watermarks import all_watermarks
 from bridge.scylla.groups import GroupId
 
 HEARTBEAT_S = 10.0
@@ -87,19 +88,20 @@ def read_statuses(client_config: dict[str, str], topic: str, timeout_s: float) -
     consumer = Consumer({**with_logger(client_config), "group.id": f"status-reader-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, "enable.partition.eof": False})
     try:
-        return list(_latest(consumer, topic, timeout_s).values())
+        return list(_latest(consumer, AdminClient(with_logger(client_config)), topic, timeout_s).values())
     except KafkaException as error:
         raise KafkaUnavailableError(f"status topic {topic}: {error.args[0].str()}") from None
     finally:
         consumer.close()
 
 
-def _latest(consumer: Any, topic: str, timeout_s: float) -> dict[bytes, WorkerStatus]:
+def _latest(consumer: Any, admin: Any, topic: str, timeout_s: float) -> dict[bytes, WorkerStatus]:
     metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return {}  # no worker has run yet (or one older than the status topic)
     deadline = time.monotonic() + timeout_s
-    ends = {p: watermarks(consumer, topic, p, deadline)[1] for p in metadata.partitions}
+    ends = {p: high for p, (_low, high) in all_watermarks(admin, topic, sorted(metadata.partitions), deadline,
+                                                                  committed_only=True).items()}  # as read
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p, end in ends.items() if end > 0])
     latest: dict[bytes, WorkerStatus] = {}
     remaining = {p for p, end in ends.items() if end > 0}

@@ -1,6 +1,4 @@
-"""Partitions' watermarks, asked for again while a leader is being elected: one partition
-through a Consumer (`watermarks`, the one-partition control and signals topics), or every
-partition of a topic in one request through an AdminClient (`watermarks_of`).
+"""A partition's watermarks, asked for again while its leader is being elected.
 
 A topic a worker has just created, or one whose leader's broker was restarted, answers 'Not leader
 for partition', 'Unknown partition' or a timeout for a moment, though its partitions are already
@@ -14,11 +12,10 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin._listoffsets import OffsetSpec
+from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # exported, missing from the stubs
 
 RETRY_PAUSE_S = 0.2
 
@@ -52,38 +49,41 @@ def watermarks(client: Any, topic: str, partition: int, deadline: float, *, abse
             time.sleep(RETRY_PAUSE_S)
 
 
-def watermarks_of(admin: Any, topic: str, partitions: Sequence[int], deadline: float, *,
-                  committed_only: bool = False) -> dict[int, tuple[int, int]]:
-    """(low, high) of every partition of `partitions`, asked in one ListOffsets request per end
-    (both sent at once) through `admin` (an AdminClient): a Consumer's get_watermark_offsets asks
-    one partition per call, which took 13 s for the default 25-partition offsets topic (issue 42).
-    `committed_only`: high is the last stable offset (records of open transactions do not count).
-    Retried until `deadline` (time.monotonic) as `watermarks` is; then the last KafkaException
-    is raised (a timeout as `_TIMED_OUT`)."""
+def all_watermarks(admin: Any, topic: str, partitions: list[int], deadline: float, *,
+                   committed_only: bool = False) -> dict[int, tuple[int, int]]:
+    """(low, high) of every partition of `topic` through `admin` (an AdminClient), in one round
+    trip: two ListOffsets requests (earliest, latest) sent together, one per partition leader.
+    Asking a consumer one partition after another is no substitute: a consumer that fetches the
+    topic answers each query only after its fetch's long poll (fetch.wait.max.ms, 500 ms), so the
+    offsets topic's 25 default partitions took 11-13 s (issue 42). `committed_only`: high is the
+    last stable offset (read_committed), else the high watermark (open transactions count).
+    Retried like `watermarks` until `deadline`, then the last KafkaException is raised."""
     isolation = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
     while True:
-        timeout = max(0.5, min(5.0, deadline - time.monotonic()))
+        timeout = max(0.5, min(10.0, deadline - time.monotonic()))
         try:
-            return _ask_ends(admin, topic, partitions, isolation, timeout)
+            return _list_offsets(admin, topic, partitions, isolation, timeout)
         except KafkaException as error:
             if time.monotonic() > deadline or not (error.args[0].retriable() or electing(error)):
                 raise
-            if electing(error):
-                with contextlib.suppress(KafkaException):
-                    admin.list_topics(topic, timeout=2)
+            with contextlib.suppress(KafkaException):
+                admin.list_topics(topic, timeout=2)
             time.sleep(RETRY_PAUSE_S)
 
 
-def _ask_ends(admin: Any, topic: str, partitions: Sequence[int], isolation: IsolationLevel,
-              timeout: float) -> dict[int, tuple[int, int]]:
-    asked = {}
-    specs = (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
-    for end, spec in specs:
-        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
-                                     isolation_level=isolation, request_timeout=timeout)
-        asked[end] = {tp.partition: future for tp, future in futures.items()}
-    try:
-        return {p: (int(asked["low"][p].result(timeout + 1).offset), int(asked["high"][p].result(timeout + 1).offset))
-                for p in partitions}
-    except concurrent.futures.TimeoutError:
-        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no offsets of {topic} in {timeout:.0f} s")) from None
+def _list_offsets(admin: Any, topic: str, partitions: list[int], isolation: IsolationLevel,
+                  timeout: float) -> dict[int, tuple[int, int]]:
+    offset_spec: Any = OffsetSpec  # untyped in the stubs
+    specs: dict[str, Any] = {"low": offset_spec.earliest(), "high": offset_spec.latest()}
+    asked = {name: admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
+                                      isolation_level=isolation, request_timeout=timeout)
+             for name, spec in specs.items()}
+    found: dict[str, dict[int, int]] = {"low": {}, "high": {}}
+    for name, futures in asked.items():
+        for partition, future in futures.items():
+            try:
+                found[name][partition.partition] = int(future.result(timeout + 5).offset)
+            except concurrent.futures.TimeoutError:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"ListOffsets not answered in {timeout:.0f} s",
+                                                retriable=True)) from None
+    return {p: (found["low"][p], found["high"][p]) for p in partitions}

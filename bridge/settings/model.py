@@ -223,9 +223,9 @@ class BridgeConfig(BaseModel):
     commit_max_records: int = _setting("commit.max.records", 5_000, "Records after which a transaction is "
                                        "committed.", ge=1)
     shutdown_timeout_ms: int = _setting("shutdown.timeout.ms", 30_000, "Bound on a graceful stop (ms).", ge=1)
-    startup_timeout_ms: int = _setting("startup.timeout.ms", 300_000, "How long start-up waits for a Kafka or "
-                                       "Cassandra that does not answer (ms), retrying with back-off; /healthz 200 "
-                                       "and /readyz 503 meanwhile. Refusals and bad settings end start-up at "
+    startup_timeout_ms: int = _setting("startup.timeout.ms", 300_000, "How long start-up waits, retrying with "
+                                       "back-off, for a Kafka or Scylla that does not answer (or topics not yet "
+                                       "published) before the worker exits (ms); a configuration error exits at "
                                        "once.", ge=0)
     metrics_port: int = _setting("metrics.port", 9404, "Port of /metrics, /healthz, /readyz; 0: off.",
                                  ge=0, le=65535)

@@ -68,6 +68,12 @@ def _root_cause(text: str) -> str:
 def fail(line: str, code: int = 1) -> NoReturn:
     """Print `error: <line>` once (whichever thread comes first) and leave now."""
     if _printed.acquire(blocking=False):
+        from bridge.spark import spark_log
+
+        log, tail = spark_log.current(), spark_log.tail()
+        if tail:  # the JVM's own account (its stack traces) of what the line below sums up
+            print(f"the last {len(tail)} lines of Spark's log {log}:", *(f"  {t}" for t in tail), sep="\n",
+                  file=sys.stderr)
         print(f"error: {line}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(code)

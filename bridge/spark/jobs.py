@@ -351,6 +351,6 @@ def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *,
     source = folding_source(spark, source)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
                           source.registry_url, compact_every_batches, compact_every_changes,
-                          KafkaRanges(kafka_options(source)))
+                          KafkaRanges(kafka_options(source)), None if run.available_now else spark)
     return MirrorQuery(start(spark, read_stream(spark, source), writer, run, name), writer, spark,
                        compact_at_end=run.available_now)

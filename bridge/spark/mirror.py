@@ -5,7 +5,8 @@ Each micro-batch (`foreachBatch`) turns its changes into typed events (`mirror_f
 appends them, with its range / partition deletes, to each table's changelog (`mirror_changelog`)
 without reading the mirror, so its cost follows the micro-batch, not the table. Every
 `compact_every_batches` micro-batches, or once `compact_every_changes` changes are pending, and
-at the end of an `--available-now` run, a compaction (`mirror_compaction`) folds each table's
+at the end of an `--available-now` run, a compaction (`mirror_compaction`; in a continuously
+running query in a thread beside the appends, `mirror_compactor`) folds each table's
 pending changes with the stored rows they touch and the stored deletes covering them
 (`mirror_tombstones`; the fold is `mirror_fold`'s, the semantics of the reference
 `bridge.spark.fold`) and writes them with one MERGE on the key columns into a table with deletion
@@ -37,6 +38,7 @@ from bridge.spark.fold import HIDDEN
 from bridge.spark.kafka_ranges import KafkaRanges
 from bridge.spark.mirror_changelog import ChangeLog, changes_path
 from bridge.spark.mirror_compaction import compact as compact_table
+from bridge.spark.mirror_compactor import BackgroundCompaction
 from bridge.spark.mirror_frames import MirrorColumns
 from bridge.spark.mirror_tombstones import TombstoneStore, tombstone_path
 from bridge.spark.progress import count_records
@@ -97,7 +99,10 @@ class MirrorWriter:
     def __init__(self, root: str, name: str, value_format: ValueFormat,
                  avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
                  registry_url: str | None = None, compact_every_batches: int = COMPACT_EVERY_BATCHES,
-                 compact_every_changes: int = COMPACT_EVERY_CHANGES, reread: KafkaRanges | None = None) -> None:
+                 compact_every_changes: int = COMPACT_EVERY_CHANGES, reread: KafkaRanges | None = None,
+                 spark: SparkSession | None = None) -> None:
+        """`spark`: compact in a thread beside the appends with that session (a continuously
+        running query), else inline, between two micro-batches."""
         self.root = root.rstrip("/")
         self.compact_every_batches = compact_every_batches
         self.compact_every_changes = compact_every_changes
@@ -113,6 +118,7 @@ class MirrorWriter:
         # `reread`: the source's options, so that each table's changes of a micro-batch of JSON with
         # schemas are read from Kafka by their topic's offsets, not with every topic's records.
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
+        self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -123,6 +129,8 @@ class MirrorWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spark = batch.sparkSession
+        if self.background is not None:
+            self.background.raise_failure()
         last_job = max(_job_ids(spark), default=-1)
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
@@ -148,9 +156,13 @@ class MirrorWriter:
                 batch.unpersist()
         self._pending_batches += 1
         if self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes:
-            self.compact(spark)
+            if self.background is None:
+                self.compact(spark)
+            elif self.background.start():
+                self._since = self._pending_batches = 0  # counted again from what the compaction leaves
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
-                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job))
+                 spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job),
+                 compacting=self.background is not None and self.background.running)
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
               dropped: list[dict[str, Any]], batch_id: int) -> int:
@@ -201,26 +213,30 @@ class MirrorWriter:
             if events is not None and changes is None:
                 events.unpersist()
 
-    def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None) -> int:
+    def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None, *,
+                latest: bool = False) -> int:
         """Fold the pending changes of `tables` (default: every table with a changelog under the
         root) into the mirror, one MERGE per table (`mirror_compaction`); returns the rows upserted
-        or deleted."""
+        or deleted. `latest`: beside appends (or another process's), each changelog's version is
+        taken first and the columns then read from the table, which holds every column before a
+        change of it is appended (this process's columns may be behind)."""
+        from delta.tables import DeltaTable
+
         total = 0
         for table in self.changelog_tables(spark) if tables is None else tables:
             started = time.monotonic()
             path = self.path(*table)
-            columns = self._columns.get(path)
+            changes = self._changes(table)
+            version = changes.version(spark) if latest else None
+            columns = None if latest else self._columns.get(path)
             if columns is None:
-                from delta.tables import DeltaTable
-
-                columns = self._columns[path] = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
-            changed = compact_table(spark, path, columns, self._changes(table), self._store(table))
+                columns = columns_from_delta(DeltaTable.forPath(spark, path).toDF().schema)
+            changed = compact_table(spark, path, columns, changes, self._store(table), version)
             total += changed
             log.info("mirror compacted", keyspace=table[0], table=table[1], rows_changed=changed,
                      seconds=round(time.monotonic() - started, 2))
-        if tables is None:
-            self._since = 0
-            self._pending_batches = 0
+        if tables is None and not latest:  # inline: in the query's thread, the counters are this one's
+            self._since = self._pending_batches = 0
         return total
 
     def changelog_tables(self, spark: SparkSession) -> list[tuple[str, str]]:
@@ -278,6 +294,8 @@ class MirrorQuery:
 
     def awaitTermination(self, timeout: float | None = None) -> bool | None:
         ended = self._query.awaitTermination() if timeout is None else self._query.awaitTermination(timeout)
+        if ended is not False and self._writer.background is not None:
+            self._writer.background.wait()  # a compaction begun meanwhile ends before the process does
         if ended is not False and self._compact_at_end and self._query.exception() is None:
             self._compact_at_end = False
             self._writer.compact(self._spark)

@@ -5,14 +5,17 @@ Each micro-batch appends, without reading the mirror, its changes of the table t
 types and `x`, the fold's event, `bridge.spark.mirror_fold.data_event`) and one row per range /
 partition delete (`_cdc_drop`: the delete's key as JSON, the key columns and `x` null: a
 compaction reads the stored rows of its partition back, the delete itself lives in the tombstone
-store), each with `_cdc_batch`, the micro-batch's id. The append carries Delta's idempotent-write
-marker (`txnAppId` = the job's name, table and `:changes`, `txnVersion` = the batch id), so a
-micro-batch re-run after a crash appends nothing twice. A compaction (`mirror_compaction`) folds
-what is pending into the table and then empties the changelog.
+store), each with `_cdc_batch`, the micro-batch's id, and `_cdc_append`, the append's own name
+(`txnAppId:batch id`). The append carries Delta's idempotent-write marker (`txnAppId` = the job's
+name, table and `:changes`, `txnVersion` = the batch id), so a micro-batch re-run after a crash
+appends nothing twice. A compaction (`mirror_compaction`) folds what one version of the changelog
+holds into the table and then deletes exactly those appends: appends committed meanwhile (a
+compaction beside the streaming query, or `cdc-bridge spark compact`) stay pending.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,8 @@ from bridge.spark.mirror_frames import MirrorColumns
 
 DROP = "_cdc_drop"
 BATCH = "_cdc_batch"
+APPEND = "_cdc_append"
+CLEAR_ATTEMPTS = 20  # a streaming mirror appends every trigger (2 s); a delete takes well under that
 
 
 def changes_path(root: str, keyspace: str, table: str) -> str:
@@ -48,6 +53,10 @@ class Pending:
 
     events: DataFrame | None
     dropped: list[dict[str, Any]]
+    # the changelog version read and the appends it holds (None: rows of an earlier release without
+    # the column), which `clear` removes once they are folded
+    version: int = -1
+    appends: tuple[str | None, ...] = ()
 
 
 class ChangeLog:
@@ -79,27 +88,55 @@ class ChangeLog:
         if not parts:
             return 0
         frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        (frame.withColumn(BATCH, F.lit(batch_id).cast("long")).write.format("delta").mode("append")
+        frame = frame.withColumn(BATCH, F.lit(batch_id).cast("long")).withColumn(APPEND, F.lit(f"{app_id}:{batch_id}"))
+        (frame.write.format("delta").mode("append")
          .option("mergeSchema", "true").option("txnAppId", app_id).option("txnVersion", batch_id).save(self.path))
         return written
 
-    def pending(self, spark: SparkSession, columns: MirrorColumns) -> Pending | None:
-        """The changes not yet folded, None when there are none."""
+    def version(self, spark: SparkSession) -> int | None:
+        """The changelog's latest version, None when there is no changelog."""
+        from delta.tables import DeltaTable
+
         if not self.exists(spark):
             return None
-        frame = spark.read.format("delta").load(self.path)
-        if frame.isEmpty():
+        return int(DeltaTable.forPath(spark, self.path).history(1).select("version").collect()[0][0])
+
+    def pending(self, spark: SparkSession, columns: MirrorColumns, version: int | None = None) -> Pending | None:
+        """The changes not yet folded, as of `version` (default: the latest), None when there are none."""
+        if version is None:
+            version = self.version(spark)
+            if version is None:
+                return None
+        frame = spark.read.format("delta").option("versionAsOf", version).load(self.path)
+        if APPEND not in frame.columns:
+            frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
+        # one job over two small columns: the range / partition deletes' keys, and the appends held
+        listed = frame.select(APPEND, DROP).distinct().collect()
+        if not listed:
             return None
-        dropped = [{"key": orjson.loads(r[DROP])} for r in frame.where(F.col(DROP).isNotNull()).select(DROP).collect()]
+        dropped = [{"key": orjson.loads(r[DROP])} for r in listed if r[DROP] is not None]
         x_type = frame.schema["x"].dataType
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
                                                            .alias("x"))
-        return Pending(events, dropped)
+        return Pending(events, dropped, version, tuple(sorted({r[APPEND] for r in listed}, key=str)))
 
-    def clear(self, spark: SparkSession) -> None:
-        """Remove every pending change (after the compaction that folded them: a metadata-only
-        Delta delete, no condition)."""
+    def clear(self, spark: SparkSession, folded: Pending) -> None:
+        """Remove the appends `folded` holds (after the compaction that folded them): those committed
+        since its version stay pending. Delta takes an append committed while the delete ran for a
+        conflict (an unpartitioned table: it cannot tell the new files do not match), so the delete
+        is tried again: it is short, and nothing it removes was appended since."""
         from delta.tables import DeltaTable
 
-        DeltaTable.forPath(spark, self.path).delete()
+        named = [a for a in folded.appends if a is not None]
+        condition = F.col(APPEND).isin(named) if named else F.lit(False)
+        if None in folded.appends:
+            condition = condition | F.col(APPEND).isNull()
+        for attempt in range(CLEAR_ATTEMPTS):
+            try:
+                DeltaTable.forPath(spark, self.path).delete(condition)
+                return
+            except Exception as error:
+                if "ConcurrentAppend" not in type(error).__name__ or attempt == CLEAR_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))

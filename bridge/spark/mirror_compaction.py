@@ -85,12 +85,12 @@ def partitions(spark: SparkSession, columns: MirrorColumns, partition_keys: list
 
 
 def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: ChangeLog,
-            store: TombstoneStore) -> int:
-    """Fold the table's pending changes into it with one MERGE, then empty the changelog; returns
-    the rows upserted or deleted."""
+            store: TombstoneStore, version: int | None = None) -> int:
+    """Fold the table's pending changes as of the changelog's `version` (default: the latest) into
+    it with one MERGE, then remove the appends folded; returns the rows upserted or deleted."""
     from delta.tables import DeltaTable
 
-    pending = changes.pending(spark, columns)
+    pending = changes.pending(spark, columns, version)
     if pending is None:
         return 0
     partition_keys = store.partition_keys(spark, pending.dropped)
@@ -108,7 +108,7 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
     finally:
         if events is not None:
             events.unpersist()
-    changes.clear(spark)
+    changes.clear(spark, pending)
     return changed
 
 

@@ -25,9 +25,13 @@ def current_state(spark: SparkSession, root: str, keyspace: str, table: str, *,
     """The table's rows as of the last micro-batch written: the table's columns, and with
     `bookkeeping` the `_cdc_*` columns too (the row marker, position and cell timestamps)."""
     root = root.rstrip("/")
+    changes = ChangeLog(changes_path(root, keyspace, table))
+    # The changelog's version first, the table's after: a compaction committing meanwhile then at
+    # worst leaves changes in both, which fold again to the same rows, never in neither.
+    version = changes.version(spark)
     stored = spark.read.format("delta").load(f"{root}/{keyspace}/{table}")
     columns = columns_from_delta(stored.schema)
-    pending = ChangeLog(changes_path(root, keyspace, table)).pending(spark, columns)
+    pending = None if version is None else changes.pending(spark, columns, version)
     rows = stored
     if pending is not None:
         store = TombstoneStore(tombstone_path(root, keyspace, table))

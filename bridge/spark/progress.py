@@ -60,16 +60,18 @@ class ProgressLogger(StreamingQueryListener):
     def __init__(self) -> None:
         self.last_batch = -1
 
-    def drain(self, spark: Any, query: Any, timeout_s: float = 10.0) -> None:
+    def drain(self, spark: Any, query: Any, timeout_s: float = 10.0, keep: bool = False) -> None:
         """After the query ended: wait until the last micro-batch's line is out (Spark's listener
         bus delivers events asynchronously), then unregister, so the JVM stops calling into this
-        process while it exits."""
+        process while it exits (`keep`: stay registered for the session's next query)."""
         progress = query.lastProgress
         last = int(progress["batchId"]) if progress else -1
         deadline = time.monotonic() + timeout_s
         while self.last_batch < last and time.monotonic() < deadline:
             time.sleep(0.1)
-        spark.streams.removeListener(self)
+        self.last_batch = -1  # batch ids start again at 0 in the next query's checkpoint
+        if not keep:
+            spark.streams.removeListener(self)
 
     def onQueryStarted(self, event: Any) -> None:
         log.info("query started", job=event.name, id=str(event.id))

@@ -9,6 +9,7 @@ micro-batch's progress line.
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,9 @@ class JobRequest:
     spark_conf: Sequence[str] = ()
     # the envelopes' format when there is no --config (or to override it): `cdc.*` name -> text
     cdc: Mapping[str, str | None] = field(default_factory=dict)
+    # where a local JVM's console output goes (None: a new file in the temp folder); verbose: here
+    spark_log: Path | None = None
+    verbose: bool = False
 
 
 def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | None, delta_root: str | None,
@@ -139,6 +143,20 @@ def spark_conf(job: JobRequest) -> dict[str, str]:
     return {**conf, **pairs(job.spark_conf, "--spark-conf")}
 
 
+def spark_log_path(job: JobRequest, master: str | None) -> Path | None:
+    """The file a local JVM writes its console output to, told once on the console (None: the JVM
+    writes to the console: --verbose, or spark-submit started it)."""
+    import structlog
+
+    from bridge.spark.spark_log import default_path
+
+    if job.verbose or master is None:
+        return None
+    path = job.spark_log or default_path(re.sub(r"[^\w.-]+", "_", job.name or Path(job.checkpoint).name) or "job")
+    structlog.get_logger("bridge.spark").info("spark's own output goes to a file (--verbose: here)", path=str(path))
+    return path
+
+
 def run_job(job: JobRequest, start: StartQuery, preflight: Callable[[Any], None] | None = None) -> int:
     from bridge.observability import configure_logging
     from bridge.spark.executors import check_executor_python
@@ -155,7 +173,7 @@ def run_job(job: JobRequest, start: StartQuery, preflight: Callable[[Any], None]
         run = RunOptions(checkpoint=job.checkpoint, name=job.name, trigger_interval=job.trigger_interval,
                          available_now=job.available_now)
         master = None if job.master in (None, "", "none") else job.master
-        spark = build_session(master, conf=spark_conf(job))
+        spark = build_session(master, conf=spark_conf(job), spark_log=spark_log_path(job, master))
     except (SparkJobError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

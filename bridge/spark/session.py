@@ -90,32 +90,46 @@ def fetch_packages() -> bool:
     stamp = ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}"
     if stamp.exists():
         return False
-    build_session("local[1]", app_name="cdc-bridge-fetch").stop()
+    from bridge.spark.spark_log import default_path, tail
+
+    log = default_path("cdc-bridge-fetch")  # Ivy's ~150 lines of resolution, unless it fails
+    try:
+        build_session("local[1]", app_name="cdc-bridge-fetch", spark_log=log).stop()
+    except Exception as error:
+        raise RuntimeError("\n".join([f"fetching the Spark packages failed ({error}); the end of {log}:",
+                                       *tail()])) from error
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.touch()
     return True
 
 
 def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-spark",
-                  conf: dict[str, str] | None = None) -> Any:
-    """A local session with the packages (`master`), or the spark-submit one (`master=None`)."""
+                  conf: dict[str, str] | None = None, spark_log: Path | None = None) -> Any:
+    """A local session with the packages (`master`), or the spark-submit one (`master=None`).
+    `spark_log`: a local JVM's console output (Ivy, log4j) goes to that file (spark_log.py), else
+    to this process's console."""
     from pyspark.sql import SparkSession
 
+    from bridge.spark import spark_log as output
+
     builder = SparkSession.builder.appName(app_name)
+    settings: dict[str, str] = {}
     if master is not None:
-        builder = builder.master(master)
         # Python workers run this interpreter (the venv with bridge, orjson, confluent_kafka,
         # pyarrow), not `python3` on PATH. spark.pyspark.python alone does not do it in a session
         # started from Python: pyspark's SparkContext takes the workers' interpreter from
         # PYSPARK_PYTHON (else `python3`).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        settings = {**_LOCAL_CONF, "spark.jars.packages": ",".join(packages()), "spark.jars.ivy": str(ivy_dir()),
-                    "spark.pyspark.python": sys.executable}
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-    for key, value in {**_SQL_CONF, **(conf or {})}.items():
+        settings = {**_LOCAL_CONF, "spark.master": master, "spark.jars.packages": ",".join(packages()),
+                    "spark.jars.ivy": str(ivy_dir()), "spark.pyspark.python": sys.executable}
+        # our log4j2 settings (the heartbeater's NPE silenced), before a user's own java options
+        settings["spark.driver.defaultJavaOptions"] += f" {output.java_option()}"
+    settings = {**settings, "spark.app.name": app_name, **_SQL_CONF, **(conf or {})}
+    for key, value in settings.items():
         builder = builder.config(key, value)
     with ivy_lock() if master is not None else contextlib.nullcontext():
+        if master is not None and spark_log is not None and not output.gateway_running():
+            output.launch_gateway(settings, spark_log)
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
     return session

@@ -1,6 +1,5 @@
 """Starting and stopping one worker process: connect to the cluster, check Kafka access, make
-sure the topics exist, start the `Worker`, run it until SIGTERM/SIGINT. A Cassandra or Kafka
-that does not answer is waited for, up to `startup.timeout.ms` (startup.py).
+sure the topics exist, start the `Worker`, run it until SIGTERM/SIGINT.
 
 Every failure to start raises `StartupError(key, reason)`, naming the setting that helps; the
 command line (`bridge/cli/run.py`) prints it as one line. Secrets are registered for masking
@@ -9,11 +8,9 @@ before any client could echo them in a log line.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +24,7 @@ from bridge.kafka.access import check_access
 from bridge.kafka.client_log import with_logger
 from bridge.kafka.errors import KafkaSettingError, KafkaUnavailableError
 from bridge.kafka.topics import (
+    TOPICS_READY_BOUND_S,
     await_topics,
     check_worker_topics,
     control_topic,
@@ -42,13 +40,13 @@ from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
 from bridge.scylla.cluster_clock import ClusterClock
-from bridge.scylla.errors import ErrorKind, SchemaError, classify
+from bridge.scylla.errors import SchemaError
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
 from bridge.settings.checks import check_tables_as_run_would
 from bridge.settings.masking import url_password
 from bridge.worker.loop import Worker
-from bridge.worker.startup import StartupWait
+from bridge.worker.startup_wait import wait_out
 from bridge.worker.tuning import tune_for_streaming
 
 log = structlog.get_logger(__name__)
@@ -72,68 +70,48 @@ def run_worker(config: BridgeConfig, progress: ProgressLine,
     try:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
-        tls = config.scylla_ssl_context()
-    except ConfigError as error:
-        raise StartupError(error.key, error.reason) from None
-    # The probes answer from the start, so that a slow Cassandra or Kafka is waited out with
-    # /healthz 200 and /readyz 503 (startup.py); lags use the cluster's clock once connected.
-    cluster_clock: list[ClusterClock] = []
-    try:
-        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
-                                    clock=lambda: cluster_clock[0]() if cluster_clock else time.time(),
-                                    metrics_host=config.metrics_bind_address, any_free_port=on_serving is not None)
-    except OSError as error:
-        raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
-                                           f"{error.strerror or error}") from None
-    if on_serving is not None:
-        on_serving(telemetry.metrics_port)
-    wait = StartupWait(config.startup_timeout_ms / 1000, beat=telemetry.health.beat,
-                       waiting=lambda reason: telemetry.producer_ready(False, reason))
-    wait.start_heartbeat()
-    try:
-        cluster, session = _connect(config, tls, wait)
-        try:
-            clock = ClusterClock(session)
-            clock.start()
-            cluster_clock.append(clock)
-            try:
-                return _serve(config, session, kafka, telemetry, clock, wait)
-            finally:
-                clock.close()
-        finally:
-            cluster.shutdown()
-    finally:
-        wait.done()
-        telemetry.close()
-
-
-def _connect(config: BridgeConfig, tls: Any, wait: StartupWait) -> tuple[Any, Any]:
-    """(cluster, session) once Cassandra answers and the tables' image options pass (`config
-    check` checks the same); a refusal or a bad table ends start-up at once."""
-    def attempt() -> tuple[Any, Any]:
-        cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
-                                   password=config.scylla_password_value(), local_dc=config.local_dc,
-                                   ssl_context=tls)
-        try:
-            check_tables_as_run_would(config, session)
-        except BaseException:
-            cluster.shutdown()
-            raise
-        return cluster, session
-
-    def transient(error: Exception) -> bool:
-        if isinstance(error, CqlAccessError):
-            return False
-        return isinstance(error, ClusterUnavailableError) or classify(error) is ErrorKind.TRANSIENT
-
-    try:
-        return wait.step("cassandra", attempt, transient)
+        cluster, session = wait_out(
+            "Scylla", lambda _remaining_s: connect(config.scylla_contact_points(), user=config.scylla_user,
+                                                   password=config.scylla_password_value(), local_dc=config.local_dc,
+                                                   ssl_context=config.scylla_ssl_context()),
+            config.startup_timeout_ms / 1000, unavailable=_scylla_away)
     except (ConfigError, CqlAccessError) as error:
         raise StartupError(error.key, error.reason) from None
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
+    try:
+        # The tables' image options before anything starts (`config check` checks the same).
+        check_tables_as_run_would(config, session)
+    except ConfigError as error:
+        cluster.shutdown()
+        raise StartupError(error.key, error.reason) from None
     except Exception as error:
+        cluster.shutdown()
         raise StartupError("scylla.cluster.ip.addresses", f"reading the tables' CDC options: {error}") from None
+    clock = ClusterClock(session)
+    clock.start()
+    try:
+        telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
+                                    clock=clock, metrics_host=config.metrics_bind_address,
+                                    any_free_port=on_serving is not None)
+    except OSError as error:
+        clock.close()
+        cluster.shutdown()
+        raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
+                                           f"{error.strerror or error}") from None
+    if on_serving is not None:
+        on_serving(telemetry.metrics_port)
+    try:
+        return _serve(config, session, kafka, telemetry, clock)
+    finally:
+        telemetry.close()
+        clock.close()
+        cluster.shutdown()
+
+
+def _scylla_away(error: BaseException) -> bool:
+    """No contact point answered: waited for. Refused credentials or certificates are not."""
+    return isinstance(error, ClusterUnavailableError) and not isinstance(error, CqlAccessError)
 
 
 def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
@@ -151,7 +129,7 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
 
 
 def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry,
-           clock: ClusterClock, wait: StartupWait) -> int:
+           clock: ClusterClock) -> int:
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count), status_topic(config.status_topic),
@@ -163,52 +141,36 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         topics.append(signals_topic(config.signals_topic))
     if config.notifications_topic:
         topics.append(data_topic(config.notifications_topic))
-    unavailable = lambda error: isinstance(error, KafkaUnavailableError)  # noqa: E731 (refusals are KafkaSettingError)
-    rest: Any = None
 
-    def prepare_kafka() -> None:
+    def prepare_kafka(remaining_s: float) -> None:
         # Before any other client: a refused password or certificate ends start-up in one line.
-        check_access(kafka, KAFKA_TIMEOUT_S)
+        check_access(kafka, min(KAFKA_TIMEOUT_S, remaining_s))
         admin = AdminClient({**with_logger(kafka), "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000)})
         ensure_topics(admin, topics, KAFKA_TIMEOUT_S)
-        await_topics(admin, [topic.topic for topic in topics])  # just created, by us or another worker
+        # just created, by us or another worker (the control and status topics among them)
+        await_topics(admin, [topic.topic for topic in topics], min(TOPICS_READY_BOUND_S, remaining_s))
         check_worker_topics(admin, offsets=config.offsets_topic, slots=config.slots_topic_name,
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
 
-    made: list[Worker] = []
-
-    def start_worker() -> Worker:
-        made.clear()
-        made.append(Worker(config, session, kafka, telemetry, clock))
-        made[0].start()  # the offsets, control and signals topics read to their end, transactions begun
-        return made[0]
-
-    def abandon() -> None:
-        """A start that failed half-way: its clients go (the next one fences its producer)."""
-        if made:
-            with contextlib.suppress(Exception):
-                made[0].shutdown()
-
     try:
-        wait.step("kafka", prepare_kafka, unavailable)
+        wait_out("Kafka", prepare_kafka, config.startup_timeout_ms / 1000,
+                 unavailable=lambda error: isinstance(error, KafkaUnavailableError), health=telemetry.health)
         # The REST API answers from here on (daemon threads: a start that fails below ends the process).
         rest = serve_rest(config, kafka)
-        worker = wait.step("kafka", start_worker, unavailable, cleanup=abandon)
+        worker = Worker(config, session, kafka, telemetry, clock)
+        worker.start()
     except ConfigError as error:  # a REST listener that cannot be served, or its credentials file
         raise StartupError(error.key, error.reason) from None
     except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets
         raise StartupError(error.key, error.reason) from None
     except KafkaUnavailableError as error:
-        raise StartupError("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error} (still so "
-                                                      f"{config.startup_timeout_ms / 1000:.0f} s into start-up, "
-                                                      f"startup.timeout.ms)") from None
+        raise StartupError("kafka.bootstrap.servers", f"{kafka.get('bootstrap.servers')}: {error}") from None
     except (SchemaError, PlanError) as error:  # a missing table or one whose types cannot be read; a name clash
         raise StartupError("scylla.table.names", str(error)) from None
     except SerializationError as error:  # the registry refused or could not take a table's schemas
         side = "key" if "-key:" in str(error) else "value"
         raise StartupError(f"{side}.converter.schema.registry.url", str(error)) from None
-    wait.done()  # the loop beats from here on
     tune_for_streaming()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

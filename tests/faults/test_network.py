@@ -14,7 +14,7 @@ from tests.faults.lab import WORKERS, FaultLab
 from tests.faults.scenario import begin, check_exactly_once, wait_until_ready
 from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, wait_for
 
-SLOTS = DEFAULT_SLOTS
+SLOTS = DEFAULT_SLOTS  # the harness's slots.count: the shipped default
 
 
 def test_kafka_out_of_reach_for_longer_than_the_transaction_timeout(

@@ -3,7 +3,9 @@ from the checkpoint, and waiting for the worker's topics to settle."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -51,6 +53,31 @@ class SparkJob:
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# Spark's or Ivy's console output: a log4j line (`26/11/28 23:56:16 WARN Utils: ...`), a Java stack
+# frame or exception, Ivy's resolution, the JVM's own warnings
+SPARK_CONSOLE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|INFO)|^\s+at [\w$.]+\(|Exception in thread|"
+                           r"^Caused by: |:: resolving dependencies|Ivy Default Cache|^\s+found \S+#|^WARNING: ")
+
+
+def assert_console_is_ours(job: SparkJob) -> Path:
+    """A finished job's console (stdout and stderr) holds only our structured lines, one of them
+    naming the file Spark's own output went to, which holds it; returns that file."""
+    lines = job.log_path.read_text(errors="replace").splitlines()
+    spark = [line for line in lines if SPARK_CONSOLE.search(line)]
+    assert spark == [], f"Spark's or Ivy's lines on the console: {spark[:5]}"
+    ours = []
+    for line in lines:
+        try:
+            ours.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not one of our log lines: {line!r}") from None
+    paths = [entry["path"] for entry in ours if entry.get("event", "").startswith("spark's own output goes to a file")]
+    assert len(paths) == 1, f"the Spark log's path should be told once: {paths}"
+    text = Path(paths[0]).read_text(errors="replace")
+    assert "Ivy Default Cache" in text and re.search(r" WARN \w+: ", text), f"no Spark output in {paths[0]}"
+    return Path(paths[0])
 
 
 def start_job(args: list[str], log_dir: Path, checkpoint: Path, env: dict[str, str] | None = None) -> SparkJob:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bridge.stack.layout import Endpoints
-from tests.spark.jobs import wait_settled
+from tests.spark.jobs import assert_console_is_ours, wait_settled
 from tests.spark.pipeline import (
     FLATTEN_ARGS,
     Pipeline,
@@ -38,8 +38,9 @@ def test_mirror_equals_the_base_tables_after_a_kill_and_restart(pipeline: Pipeli
     """The Delta mirror equals both Cassandra tables row for row and cell for cell, after the job
     was killed mid-stream (while the second half of the workload was written) and resumed."""
     delta = pipeline.folder / "mirror"
-    killed_then_resumed(pipeline, ["mirror", "--delta", str(delta)], "mirror", during=pipeline.second_half())
+    again = killed_then_resumed(pipeline, ["mirror", "--delta", str(delta)], "mirror", during=pipeline.second_half())
     assert_mirror_equals_base_tables(pipeline, spark, cassandra_session, delta)
+    assert_console_is_ours(again)  # issue 43: Ivy, log4j and the JVM's warnings in the Spark log, not here
 
 
 @pytest.mark.timeout(2400)
@@ -49,5 +50,6 @@ def test_flattened_topics_have_no_duplicate_and_no_gap_after_a_kill_and_restart(
     wait_settled(pipeline.stack.kafka_bootstrap, pipeline.topics)
     expected = source_changes(pipeline)
     assert sum(expected.values()) > 0
-    killed_then_resumed(pipeline, FLATTEN_ARGS, "flatten")
+    again = killed_then_resumed(pipeline, FLATTEN_ARGS, "flatten")
     assert_flattened_exactly_once(pipeline, expected)
+    assert_console_is_ours(again)

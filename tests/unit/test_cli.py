@@ -28,6 +28,26 @@ def test_a_named_command_registers_its_own_module_only() -> None:
     assert _commands(build_parser(["no-such-command"])) == set(_COMMANDS)
 
 
+def test_plugins_commands_are_read_beside_the_table_and_never_replace_a_product_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+    from importlib.metadata import EntryPoint
+
+    import bridge.cli
+
+    plugin = types.ModuleType("cdc_bridge_test_plugin")
+    plugin.register = lambda commands: commands.add_parser("hello").set_defaults(handler=lambda _: 7)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, plugin.__name__, plugin)
+    found = [EntryPoint("hello", plugin.__name__, bridge.cli.PLUGIN_GROUP),
+             EntryPoint("run", plugin.__name__, bridge.cli.PLUGIN_GROUP)]
+    monkeypatch.setattr(bridge.cli, "entry_points", lambda group: found if group == bridge.cli.PLUGIN_GROUP else [])
+    assert _commands(build_parser()) == {*_COMMANDS, "hello"}
+    assert _commands(build_parser(["hello"])) == {"hello"}
+    assert bridge.cli.main(["hello"]) == 7
+    assert _commands(build_parser(["run", "--config", "x"])) == {"run"}
+
+
 def test_the_worker_command_does_not_import_the_emulator_stack_or_spark() -> None:
     code = ("import sys; from bridge.cli import build_parser; build_parser(['run', '--config', 'x']); "
             "print(sorted(m for m in sys.modules if m.startswith(('bridge.sim', 'bridge.stack', 'bridge.spark', "

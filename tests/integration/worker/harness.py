@@ -26,44 +26,49 @@ from bridge.settings import BridgeConfig
 from bridge.stack.layout import Endpoints
 
 CLI = [sys.executable, "-m", "bridge.cli"]
-DEFAULT_SLOTS = int(BridgeConfig.model_fields["slots_count"].default)  # the shipped slots.count
 
 
-# What the harness sets beside the required settings: only where the shipped default cannot
-# serve in a test, each for the reason given. Everything else is the shipped default (64 slots,
-# a 25-partition offsets topic, every timeout and window): what users run is what we test (issue
-# 42). tests/unit/test_harness_defaults.py holds this list to the settings model.
-TEST_SETTINGS = {
-    # 30 s by default: every change would reach Kafka 28 s later, in every one of some 200 worker
-    # tests (CI runs 46 of its 50 minutes already); tests about the window set their own.
-    "scylla.confidence.window.size": "2000",
-    # 0 by default (the oldest data within the log TTL): a fresh test table has none older, but
-    # the reader would walk 24 h of empty 30 s windows per stream before reaching it.
-    "scylla.initial.lookback.ms": "300000",
-    # Cassandra refuses tables in its own system keyspaces: the emulator writes ScyllaDB's CDC
-    # metadata tables to these (design.md 4.2).
-    "scylla.cdc.metadata.vnodes.keyspace": "sim_system_distributed",
-    "scylla.cdc.metadata.tablets.keyspace": "sim_system",
-    # The checks read keys and values as plain JSON payloads; the schema-wrapped form (the
-    # default) is checked byte for byte in tests/integration/envelope and by test_avro_run.
-    "key.converter.schemas.enable": "false",
-    "value.converter.schemas.enable": "false",
-    # 9404 by default: tests run several workers at once on one host; a test that asks the
-    # probes gives a free port.
-    "metrics.port": "0",
+# The settings tests start workers with that differ from the shipped defaults (bridge/settings),
+# each for a reason that is not speed of the suite at the cost of realism;
+# tests/unit/test_harness_defaults.py keeps this list and the harness in step. Every other setting
+# (slots.count 64, offset.storage.partitions 25, timeouts, windows) is what users run.
+DEFAULT_EXCEPTIONS = {
+    # The stack's Cassandra is no Scylla: the emulator writes the CDC log and its metadata tables
+    # under these keyspaces (bridge/sim), where Scylla has system_distributed / system.
+    "scylla.cdc.metadata.vnodes.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
+    "scylla.cdc.metadata.tablets.keyspace": "the emulator's CDC metadata keyspace (no Scylla in the stack)",
+    # Tests write rows, then start workers: with the default (0: start now) they would see nothing.
+    "scylla.initial.lookback.ms": "tests write rows before the worker starts; the default starts at now",
+    # The default 30 s window holds every change back 30 s: a test waiting for rows would wait 28 s
+    # more each time, ~10 min over the suite (of 50 min CI). The window's meaning is tested with
+    # its own value in test_run.py; what it bounds is Scylla's write latency, which the emulator has not.
+    "scylla.confidence.window.size": "2 s instead of 30 s: each delivery would wait 28 s more",
+    # Tests read the payload as plain JSON; the schema'd envelope is the converters' own tests'.
+    "key.converter.schemas.enable": "tests read the plain JSON payload",
+    "value.converter.schemas.enable": "tests read the plain JSON payload",
+    # Many workers on one machine: the fixed default port would collide; tests of the probes and
+    # metrics give a free port of their own.
+    "metrics.port": "0 (off): many workers share the machine; probe tests pick a free port",
 }
+DEFAULT_SLOTS = int(BridgeConfig.model_fields["slots_count"].default)
 
 
 def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extra: object) -> dict[str, str]:
-    """A worker's settings: the required ones, TEST_SETTINGS, then `extra` (a test that changes a
-    setting is about it: its docstring says why)."""
+    """A worker's settings on the stack: the shipped defaults but for DEFAULT_EXCEPTIONS; `extra`
+    (dots as `__`) is what a test is about, and the test says why."""
     props = {
         "name": name,
         "topic.prefix": name,
         "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
         "scylla.table.names": ",".join(tables),
+        "scylla.confidence.window.size": "2000",
+        "scylla.initial.lookback.ms": "300000",
+        "scylla.cdc.metadata.vnodes.keyspace": "sim_system_distributed",
+        "scylla.cdc.metadata.tablets.keyspace": "sim_system",
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
         "kafka.bootstrap.servers": endpoints.kafka_bootstrap,
-        **TEST_SETTINGS,
+        "metrics.port": "0",
     }
     props.update({key.replace("__", "."): str(value) for key, value in extra.items()})
     return props

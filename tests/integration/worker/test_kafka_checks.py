@@ -20,7 +20,6 @@ from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints
 from tests.integration.worker.harness import (
     CLI,
-    DEFAULT_SLOTS,
     WorkerProcess,
     free_port,
     metric_samples,
@@ -32,7 +31,7 @@ from tests.integration.worker.harness import (
 )
 from tests.integration.worker.test_run import assert_each_once, insert, make_table
 
-SLOTS = DEFAULT_SLOTS
+SLOTS = 12
 
 
 def run_cli(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess[str]:
@@ -84,7 +83,7 @@ def test_a_slots_topic_whose_partitions_differ_from_slots_count_is_refused_at_st
     said nothing. Now the worker does not start."""
     slots = own_topics(f"{bridge_name}-slots", partitions)
     config = write_properties(tmp_path / "w.properties",
-                              worker_properties(stack, bridge_name, ["ks_none.t"]))
+                              worker_properties(stack, bridge_name, ["ks_none.t"], slots__count=SLOTS))
     result = run_cli("run", "--config", str(config))
     line = one_error(result)
     assert result.returncode == 2
@@ -101,7 +100,7 @@ def test_a_running_worker_stops_when_the_slots_topic_gains_partitions(
     """Running on with the old map beside workers started with the new count would read groups
     twice or never: the worker aborts what is open and exits 1, and its restart is refused."""
     table = make_table(emulator, keyspace)
-    config = config_for([table])
+    config = config_for([table], slots__count=SLOTS)
     insert(emulator, table, range(20))
     worker = workers(config, "w")
     topic = f"{bridge_name}.{table}"
@@ -132,7 +131,7 @@ def test_unreadable_offsets_records_are_reported_and_ours_refuse_start(
     the default start; `offsets show` names it, `offsets reset --corrupt` removes it."""
     table = make_table(emulator, keyspace)
     port = free_port()
-    config = config_for([table], metrics__port=port)
+    config = config_for([table], slots__count=SLOTS, metrics__port=port)
     insert(emulator, table, range(10))
     worker = workers(config, "first")
     topic = f"{bridge_name}.{table}"
@@ -209,7 +208,7 @@ def test_a_slot_taken_over_fails_the_group_whose_latest_offsets_record_is_unread
     it from what it guesses (the last readable position, or the default start) and starts the rest."""
     table = make_table(emulator, keyspace)
     # No heartbeat commits: A must not replace the bad record before it dies.
-    config = config_for([table], heartbeat__interval__ms=600_000)
+    config = config_for([table], slots__count=SLOTS, heartbeat__interval__ms=600_000)
     insert(emulator, table, range(40))
     first = workers(config, "a")
     second = workers(config, "b")

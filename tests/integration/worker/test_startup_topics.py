@@ -21,8 +21,16 @@ from confluent_kafka.cimpl import NewTopic
 from bridge.sim import Emulator
 from bridge.stack.layout import Endpoints, StackLayout, port_offset
 from bridge.stack.manager import StackManager
-from tests.integration.worker.harness import WorkerProcess, wait_for, worker_properties, write_properties
-from tests.integration.worker.test_run import make_table
+from tests.integration.worker.harness import (
+    WorkerProcess,
+    free_port,
+    http_get,
+    read_topic,
+    wait_for,
+    worker_properties,
+    write_properties,
+)
+from tests.integration.worker.test_run import assert_each_once, insert, make_table
 
 pytestmark = pytest.mark.slow
 PRIVATE_OFFSET = port_offset(22000)
@@ -73,3 +81,39 @@ def test_workers_started_during_a_topic_burst_all_start(
         future.result(timeout=120)
     print(f"{WORKERS} workers started in {time.monotonic() - started:.0f} s beside a burst of "
           f"{BURST_TOPICS * BURST_PARTITIONS} partitions; waits logged: {len(waited)}")
+
+
+def test_a_worker_started_before_kafka_waits_for_it_then_runs(
+    stack: Endpoints, emulator: Emulator, keyspace: str, tmp_path: Path, bridge_name: str,
+    workers: Callable[..., WorkerProcess],
+) -> None:
+    """Issue 42: a worker whose Kafka does not answer yet retries with back-off (one line per
+    attempt, /healthz 200, /readyz 503 naming Kafka) instead of exiting, and runs once a private
+    broker comes up late on its port, on the default startup.timeout.ms; nothing is lost or repeated."""
+    layout = StackLayout(deploy_dir=StackLayout.default().deploy_dir, state_dir=tmp_path / "stack")
+    manager = StackManager(layout, Endpoints().shifted(PRIVATE_OFFSET), say=lambda _: None)
+    late = dataclasses.replace(stack, kafka_port=manager.endpoints.kafka_port)
+    table = make_table(emulator, keyspace)
+    insert(emulator, table, range(10))
+    port = free_port()
+    worker = workers(write_properties(tmp_path / "early.properties",
+                                      worker_properties(late, bridge_name, [table], metrics__port=port)), "early")
+    try:
+        wait_for(lambda: len(_waits(worker)) >= 2, 90, "two start-up attempts while Kafka is down")
+        assert worker.process.poll() is None
+        assert http_get(port, "/healthz")[0] == 200
+        status, reason = http_get(port, "/readyz")
+        assert status == 503 and "waiting for Kafka" in reason, reason
+        assert _waits(worker)[0]["setting"] == "startup.timeout.ms"
+        manager.up(quiet=True, only=["kafka"])
+        wait_for(lambda: _outcome(worker) is not None, 180, "the worker to run or exit once Kafka is up")
+        assert _outcome(worker) == "running"
+        assert_each_once(read_topic(late.kafka_bootstrap, f"{bridge_name}.{table}", expected=10), range(10))
+        wait_for(lambda: http_get(port, "/readyz")[0] == 200, 60, "the worker to be ready")
+    finally:
+        worker.kill()
+        manager.down(only=["kafka"])
+
+
+def _waits(worker: WorkerProcess) -> list[dict[str, object]]:
+    return [e for e in worker.events() if e.get("event") == "start-up waiting" and e.get("dependency") == "Kafka"]

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from bridge.kafka import watermarks as module
-from bridge.kafka.watermarks import watermarks
+from bridge.kafka.watermarks import all_watermarks, watermarks
 
 
 class AnsweringAfter:
@@ -57,47 +57,48 @@ def test_a_final_error_or_an_absent_topic_the_caller_accepts_is_raised_at_once()
     assert watermarks(AnsweringAfter(KafkaError.UNKNOWN_TOPIC_OR_PART), "t", 0, time.monotonic() + 10) == (3, 9)
 
 
-class _Answered:
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
+class Future:
+    def __init__(self, offset: int | None, error: int | None) -> None:
+        self.offset, self.error = offset, error
+
+    def result(self, timeout: float) -> Future:
+        if self.error is not None:
+            raise KafkaException(KafkaError(self.error))
+        return self
 
 
-class AdminAnsweringAfter:
-    """An AdminClient whose ListOffsets requests fail with `errors` (in order), then answer
-    low 3 / high 9 for every partition asked, all partitions in one request."""
+class Admin:
+    """An AdminClient whose ListOffsets fail with `errors` (in order), then answer every
+    partition: earliest 3, latest 9 + the partition."""
 
     def __init__(self, *errors: int) -> None:
         self.errors = list(errors)
-        self.requests: list[int] = []
+        self.requests: list[dict[TopicPartition, object]] = []
+        self.metadata_asked = 0
 
-    def list_offsets(self, asked: dict[TopicPartition, object], **_: object) -> dict[TopicPartition, object]:
-        import concurrent.futures
-
-        self.requests.append(len(asked))
-        answers = {}
-        error = KafkaException(KafkaError(self.errors.pop(0))) if self.errors else None
-        for tp, spec in asked.items():
-            future: concurrent.futures.Future[_Answered] = concurrent.futures.Future()
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(_Answered(9 if "Latest" in type(spec).__name__ else 3))
-            answers[tp] = future
-        return answers
+    def list_offsets(self, asked: dict[TopicPartition, object], isolation_level: object,
+                     request_timeout: float) -> dict[TopicPartition, Future]:
+        self.requests.append(asked)
+        error = self.errors.pop(0) if self.errors else None
+        latest = "Latest" in type(next(iter(asked.values()))).__name__
+        return {tp: Future(9 + tp.partition if latest else 3, error) for tp in asked}
 
     def list_topics(self, topic: str, timeout: float) -> None:
-        pass
+        self.metadata_asked += 1
 
 
-def test_every_partition_is_asked_in_one_request_per_end() -> None:
-    admin = AdminAnsweringAfter()
-    assert module.watermarks_of(admin, "t-offsets", range(25), time.monotonic() + 10) == {p: (3, 9) for p in range(25)}
-    assert admin.requests == [25, 25]
+def test_every_partition_is_asked_for_in_one_round_trip() -> None:
+    admin = Admin()
+    assert all_watermarks(admin, "t-offsets", list(range(25)), time.monotonic() + 10) == {
+        p: (3, 9 + p) for p in range(25)}
+    assert len(admin.requests) == 2 and all(len(asked) == 25 for asked in admin.requests)
 
 
-def test_a_batch_is_asked_again_while_a_leader_is_elected_and_not_after_a_refusal() -> None:
-    admin = AdminAnsweringAfter(KafkaError.NOT_LEADER_FOR_PARTITION)
-    assert module.watermarks_of(admin, "t-offsets", [0, 1], time.monotonic() + 10)[1] == (3, 9)
+def test_the_batch_is_asked_again_while_a_leader_is_elected_and_a_final_error_is_raised_at_once() -> None:
+    admin = Admin(KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION)
+    assert all_watermarks(admin, "t", [0, 1], time.monotonic() + 10) == {0: (3, 9), 1: (3, 10)}
+    assert admin.metadata_asked == 1
+    refused = Admin(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     with pytest.raises(KafkaException):
-        module.watermarks_of(AdminAnsweringAfter(KafkaError.TOPIC_AUTHORIZATION_FAILED), "t", [0],
-                             time.monotonic() + 10)
+        all_watermarks(refused, "t", [0], time.monotonic() + 10)
+    assert len(refused.requests) == 2 and refused.metadata_asked == 0

@@ -1,0 +1,65 @@
+"""Compaction beside the streaming mirror's appends, off the path of fresh data.
+
+A compaction takes seconds to minutes (it reads the stored rows the pending changes touch and
+MERGEs them); run inline it held the next micro-batch's appends, and so the view's freshness, for
+that long. A continuously running mirror starts it in a thread instead and goes on appending. It
+is safe beside appends because a compaction folds one version of each changelog and then deletes
+exactly the appends that version held (`mirror_changelog.ChangeLog.clear`); a blind append does
+not conflict with that delete under Delta's default WriteSerializable isolation. One compaction
+runs at a time; its failure fails the next micro-batch, so the query restarts as after any error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import structlog
+
+from bridge.spark.errors import SparkJobError
+
+log = structlog.get_logger(__name__)
+
+
+class BackgroundCompaction:
+    def __init__(self, compact: Callable[[], int]) -> None:
+        self._compact = compact
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> bool:
+        """Start a compaction unless one is running; returns whether it started."""
+        if self.running:
+            return False
+        # A plain thread, not pyspark's InheritableThread: the compaction's jobs must not join the
+        # streaming query's job group (they would be counted as the micro-batch's, and cancelled
+        # with it).
+        self._thread = threading.Thread(target=self._run, name="mirror-compaction", daemon=True)
+        self._thread.start()
+        return True
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            changed = self._compact()
+        except BaseException as error:  # reported by the next micro-batch, in the query's thread
+            self._failure = error
+            log.error("background compaction failed", error=str(error))
+            return
+        log.info("background compaction done", rows_changed=changed, seconds=round(time.monotonic() - started, 2))
+
+    def raise_failure(self) -> None:
+        """Raise the last compaction's failure, once."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise SparkJobError(f"the mirror's background compaction failed: {failure}") from failure
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        self.raise_failure()
