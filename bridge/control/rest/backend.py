@@ -26,7 +26,9 @@ from bridge.scylla.positions import Position
 from bridge.settings import BridgeConfig
 from bridge.settings.masking import MASK, is_kafka_secret
 
-TIMEOUT_S = 10.0
+# Kafka Connect gives a REST request 90 s; 30 s is generous on a loaded machine for answers that
+# take well under a second (the offsets topic read in one round trip, issue 42).
+TIMEOUT_S = 30.0
 
 
 class KafkaBackend:
