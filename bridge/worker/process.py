@@ -132,7 +132,8 @@ def _connect(config: BridgeConfig, tls: Any, bound_s: float, telemetry: WorkerTe
     except ClusterUnavailableError as error:
         raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
     except Exception as error:
-        raise StartupError("scylla.cluster.ip.addresses", f"reading the tables' CDC options: {error}") from None
+        raise StartupError("scylla.cluster.ip.addresses",
+                           f"connecting, or reading the tables' CDC options: {error}") from None
 
 
 def _scylla_away(error: BaseException) -> bool:
@@ -195,7 +196,9 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
         made[-1].start()
         return made[-1]
 
-    kafka_away = lambda error: isinstance(error, KafkaUnavailableError)  # noqa: E731 (refusals: KafkaSettingError)
+    def kafka_away(error: BaseException) -> bool:
+        return isinstance(error, KafkaUnavailableError)  # refusals are KafkaSettingError: not waited for
+
     try:
         wait_out("Kafka", prepare_kafka, remaining_s(), unavailable=kafka_away, health=telemetry.health)
         # The REST API answers from here on (daemon threads: a start that fails below ends the process).
