@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.sim import Emulator
-from bridge.stack.layout import Endpoints, port_offset
+from bridge_devstack.sim import Emulator
+from bridge_devstack.stack.layout import Endpoints, port_offset
 from tests.integration.worker.forwarder import LateForwarder
 from tests.integration.worker.harness import (
     WorkerProcess,
