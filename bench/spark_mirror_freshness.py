@@ -7,7 +7,9 @@ the exact view (`current_state`) and the compacted Delta table show it.
 - A fresh keyspace gets one CDC table `t (pk int, ck int, v int)`; a writer thread in this process
   writes `--rate` single-row changes per second through the project's emulator (`bridge_devstack.sim`:
   planned as `bridge_devstack.sim.load.bulk_fill` plans them, base and log rows, `cdc$time` stamped when a
-  tick's writes are planned, each tick sent before the next is planned) into the real Cassandra.
+  chunk of at most 100 writes is planned, each chunk sent before the next is planned: a writer
+  behind its rate catches up by up to 1000 writes a tick, and a row landing later than the
+  worker's 2 s confidence window after its time is never read) into the real Cassandra.
   Every `--sample-every`-th write is a sample: a new row of the marker partition (`pk = -1`,
   `ck` = the sample's number); its write time is its `cdc$time` (wall clock). The other writes
   update `--partitions` x 20 rows.
@@ -27,7 +29,9 @@ the exact view (`current_state`) and the compacted Delta table show it.
   sample was seen in both (bounded by `--drain-timeout`: the compacted table only moves when the
   mirror compacts, every 10 micro-batches by default, and Spark runs no micro-batch without new
   input), then a last sample; when the view shows it, the view is compared with Cassandra row
-  for row (bench/spark_mirror_exact.py's comparison).
+  for row (bench/spark_mirror_exact.py's comparison). Writes whose chunk took 2 s or more from
+  its stamp to sent are counted (`writes_landed_late`; the longest, `write_landing_s_max`): then
+  Kafka may lack them, the comparison says nothing about the mirror (`exact.void`).
 - Then, over the same topics, `cdc-bridge spark flatten`, `history` and `mirror` (a new Delta
   root) each run with `--available-now` as their own processes: rows/s as the backlog benches
   count them (input records over the query's time, session start excluded).
@@ -76,6 +80,8 @@ MARKER = -1  # the samples' partition
 ROWS_PER_PARTITION = 20
 TICK_S = 0.1
 MAX_TICK_WRITES = 1000  # a writer that fell behind catches up by at most this many writes a tick
+WRITE_CHUNK = 100  # writes stamped and sent at a time (a catch-up tick is several chunks)
+CONFIDENCE_MS = 2000  # the worker's confidence window (its default)
 RECORDED = ("mirror_freshness_p50_s", "mirror_freshness_p99_s", "mirror_freshness_max_s",
             "mirror_compacted_freshness_p50_s", "mirror_compacted_freshness_p99_s", "spark_flatten_rows_per_s_same_run",
             "spark_history_rows_per_s_same_run", "spark_mirror_rows_per_s_same_run",
@@ -101,10 +107,23 @@ class Writer:
     sampled_until: float = 0.0  # monotonic time the sampled phase ended
     sampled_writes: int = 0
     paced_from: int = 0  # writes done before the paced ones (warm-up)
+    # Writes whose chunk was still being sent CONFIDENCE_MS after it was stamped: their log rows
+    # may land behind the worker's read position, which never reads that time again.
+    late_writes: int = 0
+    landing_s_max: float = 0.0  # the longest a chunk took from its stamp to sent
 
     def write(self, count: int, sample_last: bool = False) -> None:
+        """`count` writes, planned and sent in chunks of at most WRITE_CHUNK: each chunk's
+        `cdc$time` is stamped when it is planned, just before it is sent, so a catch-up tick's
+        last rows do not land seconds after their time (the worker would never read them)."""
+        for first in range(0, count, WRITE_CHUNK):
+            size = min(WRITE_CHUNK, count - first)
+            self._write_chunk(size, sample_last and first + size == count)
+
+    def _write_chunk(self, count: int, sample_last: bool) -> None:
         schema = self.emu.table(self.keyspace, TABLE).schema
         mutations = []
+        stamped = self.emu.clock()
         for i in range(count):
             n = self.written + i
             sample = (self.sampling and n % self.sample_every == self.sample_every - 1) or \
@@ -122,6 +141,10 @@ class Writer:
             mutations.append(mutation)
         plan = self.emu.plan(mutations, base=True)
         send_writes(self.emu, [w for batch in plan.log_batches + plan.batches for w in batch], 64)
+        landed_s = (self.emu.clock() - stamped) / 1e6
+        self.landing_s_max = max(self.landing_s_max, landed_s)
+        if landed_s * 1000 >= CONFIDENCE_MS:
+            self.late_writes += count
         self.written += count
 
     def run_paced(self, seconds: float) -> None:
@@ -244,7 +267,7 @@ def main() -> int:
     topic = f"{name}.{keyspace}.{TABLE}"
     root = folder / "mirror"
     config = folder / "worker.properties"
-    config.write_text(properties(endpoints, name, f"{keyspace}.{TABLE}", "json", 2000, extra=_schemas("json")))
+    config.write_text(properties(endpoints, name, f"{keyspace}.{TABLE}", "json", CONFIDENCE_MS, extra=_schemas("json")))
     documented = ["--config", str(config), "--checkpoint", str(folder / "checkpoint"), "--delta", str(root)]
     report: dict[str, Any] = {
         "bench": "spark_mirror_freshness", "rate_target": args.rate, "duration_s": args.duration,
@@ -340,6 +363,7 @@ def main() -> int:
         report["mirror_compacted_freshness_from_poll_start_s"] = figures(poller.lags(sampled, poller.started_table))
         report.update({
             "writes": writer.written, "writes_sampled_phase": writer.sampled_writes,
+            "writes_landed_late": writer.late_writes, "write_landing_s_max": round(writer.landing_s_max, 2),
             "rate_achieved": round(achieved), "rate_sustained": achieved >= 0.95 * args.rate,
             "samples": len(sampled), "samples_seen_view": len(view_lags), "samples_seen_compacted": len(table_lags),
             "final_sample_seen": final in poller.seen_view,
@@ -356,6 +380,10 @@ def main() -> int:
 
         report["exact"] = row_differences(cassandra_rows(emu.session, keyspace, TABLE),
                                           frame_rows(current_state(spark, str(root), keyspace, TABLE)))
+        if writer.late_writes:
+            # not the mirror's doing: the worker may have skipped these writes, so Kafka lacks them
+            report["exact"]["void"] = (f"{writer.late_writes} writes landed {CONFIDENCE_MS} ms or more after their "
+                                       "cdc$time: the worker may never have read them")
         mirror_stop.set()
         mirror_thread.join(180)
         events = events_of(log)

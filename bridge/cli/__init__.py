@@ -7,7 +7,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -36,6 +35,8 @@ PLUGIN_GROUP = "cdc_bridge.commands"
 def _command_table() -> dict[str, str]:
     """The product's commands, then the installed plugins' in name order; a plugin never replaces
     a product command."""
+    from importlib.metadata import entry_points  # 0.1 s of a command's start: only when asked
+
     plugins = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP) if ep.name not in _COMMANDS}
     return {**_COMMANDS, **dict(sorted(plugins.items()))}
 
@@ -61,7 +62,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the hot path's libraries")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     named = next((a for a in argv or () if not a.startswith("-")), None)
-    table = _command_table()
+    # A product command needs no look at the installed plugins (importlib.metadata reads every
+    # installed distribution's metadata: 0.1 s of `cdc-bridge offsets show`).
+    table = _COMMANDS if named in _COMMANDS else _command_table()
     modules = [table[named]] if named in table else list(dict.fromkeys(table.values()))
     for module in modules:
         importlib.import_module(module).register(commands)

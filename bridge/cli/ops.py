@@ -90,7 +90,7 @@ def read_offsets(config: BridgeConfig, settled: bool = False) -> tuple[dict[Grou
     """The committed positions and the unreadable records of this connector still in force.
     `settled`: also wait for open transactions to end (one may still commit offsets), as a
     command that writes them must; a report reads what is committed now."""
-    topic = OffsetsTopic(config.kafka_client_config(), config.offsets_topic, config.name)
+    topic = OffsetsTopic(config.kafka_client_config(), config.offsets_topic, config.name, report=True)
     try:
         topic.start(TIMEOUT_S)
         topic.catch_up(TIMEOUT_S, committed_only=not settled)

@@ -10,24 +10,59 @@ the default) or `advanced` (plain values, images, key placement; `cdc.output.for
     translation.missing_images                                       # {"before"|"after": count} (advanced)
 
 The format is described in docs/envelope.md.
+
+
+The names below are imported when first used (`__getattr__`): a module that needs one of
+the envelope's modules (the settings need `bridge.envelope.errors`) does not load the others.
+(`translate` is not among them: it would be shadowed by its module once that is imported;
+`from bridge.envelope.translate import translate`.)
+A command that only reads Kafka (`cdc-bridge offsets show`) starts that much sooner.
 """
 
-from bridge.envelope.advanced_plan import AdvancedPlan, build_advanced_plan
-from bridge.envelope.advanced_translate import translate_advanced
-from bridge.envelope.errors import (
-    EnvelopeError,
-    PlanError,
-    SerializationError,
-    SettingsError,
-    TranslationError,
-    UnknownColumnError,
-)
-from bridge.envelope.plan import TablePlan, build_plan
-from bridge.envelope.records import DropReason, KafkaRecord, Translation
-from bridge.envelope.serializers import RecordSerializer, build_record_serializer
-from bridge.envelope.settings import ConverterKind, EnvelopeSettings
-from bridge.envelope.translate import translate
-from bridge.envelope.translator import Plan, Translator
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridge.envelope.advanced_plan import AdvancedPlan, build_advanced_plan
+    from bridge.envelope.advanced_translate import translate_advanced
+    from bridge.envelope.errors import (
+        EnvelopeError,
+        PlanError,
+        SerializationError,
+        SettingsError,
+        TranslationError,
+        UnknownColumnError,
+    )
+    from bridge.envelope.plan import TablePlan, build_plan
+    from bridge.envelope.records import DropReason, KafkaRecord, Translation
+    from bridge.envelope.serializers import RecordSerializer, build_record_serializer
+    from bridge.envelope.settings import ConverterKind, EnvelopeSettings
+    from bridge.envelope.translator import Plan, Translator
+
+_WHERE = {
+    "AdvancedPlan": "bridge.envelope.advanced_plan",
+    "ConverterKind": "bridge.envelope.settings",
+    "DropReason": "bridge.envelope.records",
+    "EnvelopeError": "bridge.envelope.errors",
+    "EnvelopeSettings": "bridge.envelope.settings",
+    "KafkaRecord": "bridge.envelope.records",
+    "Plan": "bridge.envelope.translator",
+    "PlanError": "bridge.envelope.errors",
+    "RecordSerializer": "bridge.envelope.serializers",
+    "SerializationError": "bridge.envelope.errors",
+    "SettingsError": "bridge.envelope.errors",
+    "TablePlan": "bridge.envelope.plan",
+    "Translation": "bridge.envelope.records",
+    "TranslationError": "bridge.envelope.errors",
+    "Translator": "bridge.envelope.translator",
+    "UnknownColumnError": "bridge.envelope.errors",
+    "build_advanced_plan": "bridge.envelope.advanced_plan",
+    "build_plan": "bridge.envelope.plan",
+    "build_record_serializer": "bridge.envelope.serializers",
+    "translate_advanced": "bridge.envelope.advanced_translate",
+}
 
 __all__ = [
     "AdvancedPlan",
@@ -49,6 +84,15 @@ __all__ = [
     "build_advanced_plan",
     "build_plan",
     "build_record_serializer",
-    "translate",
     "translate_advanced",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Each name is imported from its module when first asked for (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

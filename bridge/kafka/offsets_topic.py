@@ -44,6 +44,11 @@ from bridge.scylla.positions import Position
 
 log = structlog.get_logger(__name__)
 CORRUPT_KINDS = ("key", "group_key", "value")
+# A report's reader (`offsets show`, `status`, the REST offsets): how long the broker may hold a
+# fetch that finds no new records. The default 500 ms is a fetch's long poll, right for a worker
+# that follows the topic; a reader that reads to the end once waited it out in every report (the
+# partitions of the 25 that hold nothing new held the fetch: 0.5 s of `offsets show`).
+REPORT_FETCH_WAIT_MS = 20
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ class OffsetsTopic:
     """Latest committed position per group of `name`, from the offsets topic."""
 
     def __init__(self, client_config: dict[str, str], topic: str, name: str,
-                 on_corrupt: Callable[[CorruptRecord], None] | None = None) -> None:
+                 on_corrupt: Callable[[CorruptRecord], None] | None = None, *, report: bool = False) -> None:
         self.topic = topic
         self.name = name
         self.positions: dict[GroupId, Position] = {}
@@ -88,6 +93,7 @@ class OffsetsTopic:
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
+            **({"fetch.wait.max.ms": REPORT_FETCH_WAIT_MS} if report else {}),
         })
         self._client_config = client_config
         self._admin = self._admin_client()
@@ -133,8 +139,8 @@ class OffsetsTopic:
         deadline = time.monotonic() + timeout_s
         ends = self._ends(deadline, committed_only)
         while True:
-            for message in self._consumer.consume(10_000, timeout=0.1):
-                self._apply(message)
+            # Where the reader stands first: a reader already at the end (one kept warm between
+            # reports, bridge/control/rest/backend.py) does not wait out a consume's timeout.
             positions = self._consumer.position([TopicPartition(self.topic, p) for p in self._partitions])
             behind = [tp.partition for tp in positions if _behind(tp.offset, *ends[tp.partition])]
             if not behind:
@@ -143,6 +149,18 @@ class OffsetsTopic:
                 raise KafkaUnavailableError(
                     f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
                 )
+            # consume() returns at 10,000 records or its timeout, whichever is first: a short one,
+            # so a report's few records are not held for it
+            for message in self._consumer.consume(10_000, timeout=0.02):
+                self._apply(message)
+
+    def pause(self) -> None:
+        """Stop fetching until `resume` (a reader kept between reports holds no records it was
+        not asked for); where it stands is kept."""
+        self._consumer.pause([TopicPartition(self.topic, p) for p in self._partitions])
+
+    def resume(self) -> None:
+        self._consumer.resume([TopicPartition(self.topic, p) for p in self._partitions])
 
     def _ends(self, deadline: float, committed_only: bool) -> dict[int, tuple[int, int]]:
         """The (low, high) watermarks of every partition, open transactions included (or,

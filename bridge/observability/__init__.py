@@ -1,10 +1,41 @@
 """What operators see of a worker: structured logs, Prometheus metrics, health and readiness
-probes, and a progress line on a terminal. `docs/operations.md` lists every metric."""
+probes, and a progress line on a terminal. `docs/operations.md` lists every metric.
 
-from bridge.observability.health import Health, ReadinessGates
-from bridge.observability.http import ProbeServer, serve_http
-from bridge.observability.logs import configure_logging, register_secret
-from bridge.observability.metrics import Metrics
+The names below are imported when first used (`__getattr__`): the settings need only
+`bridge.observability.logs`, and a command that only reads Kafka does not load the metrics
+and probe servers (prometheus_client).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridge.observability.health import Health, ReadinessGates
+    from bridge.observability.http import ProbeServer, serve_http
+    from bridge.observability.logs import configure_logging, register_secret
+    from bridge.observability.metrics import Metrics
+
+_WHERE = {
+    "Health": "bridge.observability.health",
+    "Metrics": "bridge.observability.metrics",
+    "ProbeServer": "bridge.observability.http",
+    "ReadinessGates": "bridge.observability.health",
+    "configure_logging": "bridge.observability.logs",
+    "register_secret": "bridge.observability.logs",
+    "serve_http": "bridge.observability.http",
+}
 
 __all__ = ["Health", "Metrics", "ProbeServer", "ReadinessGates", "configure_logging", "register_secret",
            "serve_http"]
+
+
+def __getattr__(name: str) -> Any:
+    """Each name is imported from its module when first asked for (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -8,9 +8,11 @@ before any client could echo them in a log line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +42,7 @@ from bridge.observability.logs import is_secret_key
 from bridge.observability.progress import ProgressLine
 from bridge.observability.telemetry import WorkerTelemetry
 from bridge.scylla.cluster_clock import ClusterClock
-from bridge.scylla.errors import SchemaError
+from bridge.scylla.errors import ErrorKind, SchemaError, classify
 from bridge.scylla.session import ClusterUnavailableError, CqlAccessError, connect
 from bridge.settings import BridgeConfig, ConfigError
 from bridge.settings.checks import check_tables_as_run_would
@@ -67,51 +69,79 @@ def run_worker(config: BridgeConfig, progress: ProgressLine,
     """Run one worker until a signal or a fatal error; returns the exit code. Raises `StartupError`.
     `on_serving` is told the metrics port once it is bound (a supervisor's child: with
     `metrics.port` 0 it serves on any free port, which the supervisor learns this way)."""
+    started = time.monotonic()
+
+    def remaining_s() -> float:
+        """One start-up bound for every wait of this start (Scylla, then Kafka), not one each."""
+        return config.startup_timeout_ms / 1000 - (time.monotonic() - started)
+
     try:
         kafka = config.kafka_client_config()
         _register_secrets(config, kafka)
-        cluster, session = wait_out(
-            "Scylla", lambda _remaining_s: connect(config.scylla_contact_points(), user=config.scylla_user,
-                                                   password=config.scylla_password_value(), local_dc=config.local_dc,
-                                                   ssl_context=config.scylla_ssl_context()),
-            config.startup_timeout_ms / 1000, unavailable=_scylla_away)
-    except (ConfigError, CqlAccessError) as error:
-        raise StartupError(error.key, error.reason) from None
-    except ClusterUnavailableError as error:
-        raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
-    try:
-        # The tables' image options before anything starts (`config check` checks the same).
-        check_tables_as_run_would(config, session)
+        tls = config.scylla_ssl_context()
     except ConfigError as error:
-        cluster.shutdown()
         raise StartupError(error.key, error.reason) from None
-    except Exception as error:
-        cluster.shutdown()
-        raise StartupError("scylla.cluster.ip.addresses", f"reading the tables' CDC options: {error}") from None
-    clock = ClusterClock(session)
-    clock.start()
+    # The probes answer before Scylla is connected: a kubelet asking /healthz while start-up
+    # waits for Scylla must get 200, not a refused connection (it would restart the pod); lags
+    # use the cluster's clock once it is connected.
+    cluster_clock: list[ClusterClock] = []
     try:
         telemetry = WorkerTelemetry(config.tables(), config.confidence_window_size, config.metrics_port, progress,
-                                    clock=clock, metrics_host=config.metrics_bind_address,
-                                    any_free_port=on_serving is not None)
+                                    clock=lambda: cluster_clock[0]() if cluster_clock else time.time(),
+                                    metrics_host=config.metrics_bind_address, any_free_port=on_serving is not None)
     except OSError as error:
-        clock.close()
-        cluster.shutdown()
         raise StartupError("metrics.port", f"{config.metrics_bind_address}:{config.metrics_port}: "
                                            f"{error.strerror or error}") from None
     if on_serving is not None:
         on_serving(telemetry.metrics_port)
     try:
-        return _serve(config, session, kafka, telemetry, clock)
+        cluster, session = _connect(config, tls, remaining_s(), telemetry)
+        try:
+            clock = ClusterClock(session)
+            clock.start()
+            cluster_clock.append(clock)
+            try:
+                return _serve(config, session, kafka, telemetry, clock, remaining_s)
+            finally:
+                clock.close()
+        finally:
+            cluster.shutdown()
     finally:
         telemetry.close()
-        clock.close()
-        cluster.shutdown()
+
+
+def _connect(config: BridgeConfig, tls: Any, bound_s: float, telemetry: WorkerTelemetry) -> tuple[Any, Any]:
+    """(cluster, session) once Scylla answers and the tables' image options pass (`config check`
+    checks the same). A Scylla that does not answer, or times out reading the tables' options,
+    is waited for; refused credentials, bad image options and the like end start-up at once."""
+    def attempt(_remaining_s: float) -> tuple[Any, Any]:
+        cluster, session = connect(config.scylla_contact_points(), user=config.scylla_user,
+                                   password=config.scylla_password_value(), local_dc=config.local_dc,
+                                   ssl_context=tls)
+        try:
+            check_tables_as_run_would(config, session)
+        except BaseException:
+            cluster.shutdown()
+            raise
+        return cluster, session
+
+    try:
+        return wait_out("Scylla", attempt, bound_s, unavailable=_scylla_away, health=telemetry.health)
+    except (ConfigError, CqlAccessError) as error:
+        raise StartupError(error.key, error.reason) from None
+    except ClusterUnavailableError as error:
+        raise StartupError("scylla.cluster.ip.addresses", str(error)) from None
+    except Exception as error:
+        raise StartupError("scylla.cluster.ip.addresses",
+                           f"connecting, or reading the tables' CDC options: {error}") from None
 
 
 def _scylla_away(error: BaseException) -> bool:
-    """No contact point answered: waited for. Refused credentials or certificates are not."""
-    return isinstance(error, ClusterUnavailableError) and not isinstance(error, CqlAccessError)
+    """No contact point answered, or a query timed out: waited for. Refused credentials or
+    certificates, and the tables' own problems (ConfigError), are not."""
+    if isinstance(error, CqlAccessError | ConfigError):
+        return False
+    return isinstance(error, ClusterUnavailableError) or classify(error) is ErrorKind.TRANSIENT
 
 
 def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
@@ -129,7 +159,7 @@ def _register_secrets(config: BridgeConfig, kafka: dict[str, str]) -> None:
 
 
 def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry: WorkerTelemetry,
-           clock: ClusterClock) -> int:
+           clock: ClusterClock, remaining_s: Callable[[], float]) -> int:
     topics = [offsets_topic(config.offsets_topic, config.offset_storage_partitions,
                             config.offset_storage_replication_factor),
               slots_topic(config.slots_topic_name, config.slots_count), status_topic(config.status_topic),
@@ -153,13 +183,27 @@ def _serve(config: BridgeConfig, session: Any, kafka: dict[str, str], telemetry:
                             slots_count=config.slots_count, name=config.name,
                             bootstrap=kafka.get("bootstrap.servers", "?"), timeout_s=KAFKA_TIMEOUT_S)
 
+    made: list[Worker] = []
+
+    def start_worker(_remaining_s: float) -> Worker:
+        """The worker's own start reads the offsets, control and signals topics to their end and
+        begins transactions: a Kafka that does not answer there is waited for too (issue 42: 'the
+        same for the control and status topics'); a half-made worker's clients go first."""
+        if made:
+            with contextlib.suppress(Exception):
+                made.pop().shutdown()
+        made.append(Worker(config, session, kafka, telemetry, clock))
+        made[-1].start()
+        return made[-1]
+
+    def kafka_away(error: BaseException) -> bool:
+        return isinstance(error, KafkaUnavailableError)  # refusals are KafkaSettingError: not waited for
+
     try:
-        wait_out("Kafka", prepare_kafka, config.startup_timeout_ms / 1000,
-                 unavailable=lambda error: isinstance(error, KafkaUnavailableError), health=telemetry.health)
+        wait_out("Kafka", prepare_kafka, remaining_s(), unavailable=kafka_away, health=telemetry.health)
         # The REST API answers from here on (daemon threads: a start that fails below ends the process).
         rest = serve_rest(config, kafka)
-        worker = Worker(config, session, kafka, telemetry, clock)
-        worker.start()
+        worker = wait_out("Kafka", start_worker, remaining_s(), unavailable=kafka_away, health=telemetry.health)
     except ConfigError as error:  # a REST listener that cannot be served, or its credentials file
         raise StartupError(error.key, error.reason) from None
     except KafkaSettingError as error:  # refused access, a topic that would lose or repeat data, corrupt offsets

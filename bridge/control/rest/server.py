@@ -54,8 +54,9 @@ class _DeadlineH11(H11Protocol):
 class RestServer:
     """The running listeners; `close` stops them (within a second or two)."""
 
-    def __init__(self, servers: list[tuple[Listener, uvicorn.Server, threading.Thread]]) -> None:
-        self._servers = servers
+    def __init__(self, servers: list[tuple[Listener, uvicorn.Server, threading.Thread]],
+                 backend: KafkaBackend) -> None:
+        self._servers, self._backend = servers, backend
 
     @property
     def listeners(self) -> list[str]:
@@ -66,6 +67,7 @@ class RestServer:
             server.should_exit = True
         for _listener, _server, thread in self._servers:
             thread.join(5)
+        self._backend.close()
 
 
 def serve_rest(config: BridgeConfig, kafka: dict[str, str]) -> RestServer | None:
@@ -90,10 +92,10 @@ def serve_rest(config: BridgeConfig, kafka: dict[str, str]) -> RestServer | None
             running.append((listener, server, thread))
             _wait_started(server, thread, listener)
     except BaseException:
-        RestServer(running).close()
+        RestServer(running, backend).close()
         raise
     log.info("rest api serving", listeners=[str(item) for item in listeners], auth=credentials is not None)
-    return RestServer(running)
+    return RestServer(running, backend)
 
 
 def _tls(config: BridgeConfig, listener: Listener) -> dict[str, Any]:
