@@ -60,6 +60,7 @@ def test_known_schemas_read_each_record_once_and_a_schema_change_is_read_again(
     run()  # the first micro-batch: schemas unknown, found by the groups job and learnt
     assert [(s["batch"], s["fast"]) for s in seen] == [(0, False)]
     assert seen[0]["ranges"] == {t: {0: (0, 1), 1: (0, 1)}, u: {0: (0, 1)}}
+    assert batch_ranges(spark.range(1)) is None  # not a Kafka micro-batch: the caller finds its groups by a job
 
     producer.produce(t, key=b"{}", value=_value(first, pk=4, t="c"), partition=0)
     producer.produce(u, key=b"{}", value=None, partition=0)  # a tombstone: not an envelope, skipped
