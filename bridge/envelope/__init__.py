@@ -21,8 +21,9 @@ A command that only reads Kafka (`cdc-bridge offsets show`) starts that much soo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bridge.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from bridge.envelope.advanced_plan import AdvancedPlan, build_advanced_plan
@@ -88,11 +89,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Each name is imported from its module when first asked for (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())

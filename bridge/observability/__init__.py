@@ -8,8 +8,9 @@ and probe servers (prometheus_client).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bridge.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from bridge.observability.health import Health, ReadinessGates
@@ -31,11 +32,4 @@ __all__ = ["Health", "Metrics", "ProbeServer", "ReadinessGates", "configure_logg
            "serve_http"]
 
 
-def __getattr__(name: str) -> Any:
-    """Each name is imported from its module when first asked for (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())
