@@ -25,6 +25,17 @@ the exact view (`current_state`) and the compacted Delta table show it.
   bound, as the poll's snapshots were taken at its start. `*_from_poll_start` count to that
   poll's start instead (a lower bound but for the snapshots' own resolution, a few tens of ms);
   the true figure is between the two, whose gap is the polls' duration (reported).
+- Where a sample's time went (`mirror_freshness_stages`; p50/p99 also in the periodic line), from
+  the topic read alongside by a consumer of this process and the mirror's own records:
+  `write_to_kafka`, from its `cdc$time` to its Kafka record's timestamp (the worker's producer's
+  clock when it produced it: the confidence window, the worker's reads and its translation);
+  `kafka_to_appended`, from there to the `micro-batch mirrored` line of table `t` of the
+  micro-batch whose offsets (the checkpoint's `offsets/<batch id>`) hold the record (its
+  transaction's commit, the wait for the micro-batch to start, then the micro-batch itself:
+  split in `kafka_to_batch_start`, to the batch's `batchTimestampMs`, and `batch_start_to_appended`);
+  `appended_to_view`, the rest (the wait for the next poll and the poll's own time;
+  `appended_to_poll_start` counts to the poll's start). Each stage's percentiles are its own:
+  they do not add up to the total's.
 - After `--duration` s the writer goes on writing unsampled changes at the same rate until every
   sample was seen in both (bounded by `--drain-timeout`: the compacted table only moves when the
   mirror compacts, every 10 micro-batches by default, and Spark runs no micro-batch without new
@@ -54,6 +65,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -85,7 +98,12 @@ CONFIDENCE_MS = 2000  # the worker's confidence window (its default)
 RECORDED = ("mirror_freshness_p50_s", "mirror_freshness_p99_s", "mirror_freshness_max_s",
             "mirror_compacted_freshness_p50_s", "mirror_compacted_freshness_p99_s", "spark_flatten_rows_per_s_same_run",
             "spark_history_rows_per_s_same_run", "spark_mirror_rows_per_s_same_run",
-            "spark_mirror_flatten_ratio_same_run")
+            "spark_mirror_flatten_ratio_same_run", "mirror_stage_write_kafka_p50_s", "mirror_stage_write_kafka_p99_s",
+            "mirror_stage_kafka_appended_p50_s", "mirror_stage_kafka_appended_p99_s",
+            "mirror_stage_appended_view_p50_s", "mirror_stage_appended_view_p99_s")
+# the stages recorded (RECORDED's mirror_stage_<key>_p50_s, _p99_s) -> their names in the report
+STAGE_KEYS = {"write_kafka": "write_to_kafka", "kafka_appended": "kafka_to_appended",
+              "appended_view": "appended_to_view"}
 
 
 @dataclass
@@ -220,6 +238,93 @@ class Poller:
         return [seen[s] - samples[s] / 1e6 for s in samples if s in seen]
 
 
+class Stages:
+    """Where each sample's time went (the module's docstring): its Kafka record (read by a
+    consumer of this process, from the topic's start), the micro-batch whose offsets hold it
+    (Spark's checkpoint) and when that micro-batch appended table `t` (the mirror's log)."""
+
+    def __init__(self, bootstrap: str, topic: str, checkpoint: Path, log: Path) -> None:
+        self.topic, self.offsets, self.log = topic, checkpoint / "offsets", log
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"fresh-stages-{uuid.uuid4().hex[:8]}",
+                                  "enable.auto.commit": False})
+        self.assigned = False
+        self.partitions: list[int] = []
+        self.records: dict[int, tuple[int, int, float]] = {}  # sample -> (partition, offset, timestamp s)
+        self.batches: dict[int, tuple[float, dict[int, int]]] = {}  # batch id -> (start s, end offsets)
+        self.appended: dict[int, float] = {}  # batch id -> when it appended table t (s)
+
+    def read(self, budget_s: float = 5.0) -> None:
+        """The topic's records since the last call (for at most `budget_s`), the checkpoint's
+        micro-batches and the mirror's log."""
+        if not self.assigned:
+            self.partitions = list(self.consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
+            self.consumer.assign([TopicPartition(self.topic, p, 0) for p in self.partitions])
+            self.assigned = True
+        # the topic's end now (a transaction's commit marker may follow its last record)
+        ends = [self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1] - 1
+                for p in self.partitions]
+        deadline = time.monotonic() + budget_s
+        while time.monotonic() < deadline:
+            positions = self.consumer.position([TopicPartition(self.topic, p) for p in self.partitions])
+            if all(position.offset >= end for position, end in zip(positions, ends, strict=True)):
+                break
+            messages = self.consumer.consume(2000, timeout=0.5)
+            for message in messages:
+                key = message.key()
+                if message.error() is None and key and b'"pk":-' in key:
+                    payload = json.loads(key)["payload"]
+                    if payload["pk"] == MARKER:
+                        self.records.setdefault(int(payload["ck"]), (int(message.partition() or 0),
+                                                                     int(message.offset() or 0),
+                                                                     message.timestamp()[1] / 1000))
+        for path in self.offsets.iterdir() if self.offsets.exists() else ():
+            if path.name.isdigit() and int(path.name) not in self.batches:  # Spark purges old ones: keep them
+                lines = path.read_text().splitlines()
+                if len(lines) >= 3:  # v1, the batch's metadata, one line per source
+                    source = json.loads(lines[2]).get(self.topic, {})
+                    self.batches[int(path.name)] = (json.loads(lines[1])["batchTimestampMs"] / 1000,
+                                                    {int(p): int(o) for p, o in source.items()})
+        for event in events_of(self.log) if self.log.exists() else ():
+            if event.get("event") == "micro-batch mirrored" and event.get("table") == TABLE:
+                self.appended.setdefault(int(event["batch_id"]), timestamp_of(event))
+
+    def batch_of(self, partition: int, offset: int) -> int | None:
+        """The first micro-batch whose end offset is past the record's."""
+        return next((batch for batch in sorted(self.batches) if self.batches[batch][1].get(partition, 0) > offset),
+                    None)
+
+    def of(self, samples: dict[int, int], poller: Poller) -> dict[str, list[float]]:
+        """Each stage's seconds over the samples that reached it."""
+        stages: dict[str, list[float]] = {name: [] for name in (
+            "write_to_kafka", "kafka_to_appended", "kafka_to_batch_start", "batch_start_to_appended",
+            "appended_to_view", "appended_to_poll_start")}
+        for sample, written in samples.items():
+            if sample not in self.records:
+                continue
+            partition, offset, produced = self.records[sample]
+            stages["write_to_kafka"].append(produced - written / 1e6)
+            batch = self.batch_of(partition, offset)
+            if batch is None or batch not in self.appended:
+                continue
+            appended, started = self.appended[batch], self.batches[batch][0]
+            stages["kafka_to_appended"].append(appended - produced)
+            stages["kafka_to_batch_start"].append(started - produced)
+            stages["batch_start_to_appended"].append(appended - started)
+            if sample in poller.seen_view:
+                stages["appended_to_view"].append(poller.seen_view[sample] - appended)
+                stages["appended_to_poll_start"].append(poller.started_view[sample] - appended)
+        return stages
+
+    def line(self, samples: dict[int, int], poller: Poller) -> str:
+        """The three stages' p50/p99 for the periodic line."""
+        found = {name: figures(values) for name, values in self.of(samples, poller).items()}
+        return ", ".join(f"{short} {found[name]['p50']}/{found[name]['p99']}" for short, name in (
+            ("kafka", "write_to_kafka"), ("appended", "kafka_to_appended"), ("view", "appended_to_view")))
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
 def run_available_now(job: str, args: list[str], folder: Path) -> dict[str, Any]:
     """One documented job with --available-now as its own process; rows/s as the backlog benches
     count them (input rows over the query's start to its last micro-batch or compaction)."""
@@ -285,6 +390,7 @@ def main() -> int:
     mirror_run: dict[str, Any] = {}
     mirror_thread: threading.Thread | None = None
     spark = None
+    stages: Stages | None = None
     writer = Writer(emu, keyspace, args.rate, args.sample_every, args.partitions)
     try:
         emu.execute(f"CREATE TABLE {keyspace}.{TABLE} ({BULK_TABLE_COLUMNS}) WITH cdc = {{'enabled': true}}")
@@ -302,6 +408,7 @@ def main() -> int:
         mirror_thread.start()
         spark = build_session("local[1]", app_name="cdc-bridge-bench-freshness")
         poller = Poller(spark, str(root), keyspace)
+        stages = Stages(endpoints.kafka_bootstrap, topic, folder / "checkpoint", log)
         # warm-up, not measured: a trickle of writes until the mirror has done two micro-batches
         # (the first in a fresh checkpoint is slower) and this session has read both sides once
         began = time.monotonic()
@@ -334,13 +441,15 @@ def main() -> int:
                     break
             if now - last_line >= 10:
                 last_line = now
+                stages.read()
                 unseen = [samples[s] for s in samples if s not in poller.seen_view]
                 lag = time.time() - min(unseen) / 1e6 if unseen else 0.0
                 done = writer.written - writer.paced_from
                 print(f"[{now - writer.began:5.0f} s] writes {done} ({done / (now - writer.began):.0f}/s) "
                       f"samples {len(samples)} seen: view {len(poller.seen_view)} compacted "
                       f"{len(poller.seen_table)}; oldest unseen in view {lag:.1f} s; "
-                      f"last poll {poller.poll_s[-1]:.1f} s; load {os.getloadavg()[0]:.1f}",
+                      f"last poll {poller.poll_s[-1]:.1f} s; stages p50/p99 s: {stages.line(samples, poller)}; "
+                      f"load {os.getloadavg()[0]:.1f}",
                       file=sys.stderr, flush=True)
             time.sleep(args.poll_s)
         sampled = {s: t for s, t in writer.samples.items()}
@@ -400,6 +509,17 @@ def main() -> int:
             "compaction_s": {"median": statistics.median(e["seconds"] for e in compactions),
                              "max": max(e["seconds"] for e in compactions)} if compactions else None,
         }
+        try:
+            stages.read(budget_s=300)
+        except Exception as error:  # the stages explain the figures above, which stand without them
+            report["mirror_freshness_stages_error"] = str(error)[:200]
+        staged = stages.of(sampled, poller)
+        report["mirror_freshness_stages"] = {
+            "samples_in_kafka": len(stages.records), "micro_batches_mapped": len(stages.batches),
+            **{name: figures(values) for name, values in staged.items()}}
+        for key, name in STAGE_KEYS.items():
+            found = figures(staged[name])
+            report.update({f"mirror_stage_{key}_p50_s": found["p50"], f"mirror_stage_{key}_p99_s": found["p99"]})
     finally:
         writer.stop.set()
         mirror_stop.set()
@@ -407,6 +527,8 @@ def main() -> int:
             mirror_thread.join(180)
         if spark is not None:
             spark.stop()
+        if stages is not None:
+            stages.close()
         if workers:
             stop_workers(workers)
     report["load_average_after_steady"] = [round(x, 2) for x in os.getloadavg()]
