@@ -3,9 +3,9 @@ rows/s of input envelopes, over a random workload carried by a real `cdc-bridge 
 mirror is then compared with the Cassandra tables (the issue's 5,000-operation acceptance).
 
     .venv/bin/python bench/spark_bench.py [--operations 5000] [--batch 0]
-    .venv/bin/python bench/spark_bench.py --flatten-backlog 1000000 [--keyspace K] [--converter avro]
+    .venv/bin/python bench/spark_bench.py --flatten-backlog 1000000 [--keyspace K | --topics A,B,C] [--converter avro]
     .venv/bin/python bench/spark_bench.py --mirror-backlog 1000000 [--keyspace K | --topics A,B,C] [--converter avro]
-        [--max-batches K] [--compare OTHER_DELTA_ROOT] [--mirror-args '...']
+        [--max-batches K] [--compare OTHER_DELTA_ROOT] [--mirror-args '...'] [--with-flatten]
 
 Needs the local stack. Prints one JSON object. Session start-up (JVM, packages) is excluded from
 the rates and reported apart; each job runs with --available-now semantics (`--batch N` caps the
@@ -63,8 +63,11 @@ def main() -> int:
     parser.add_argument("--mirror-backlog", type=int, metavar="CHANGES", help="instead: the mirror alone, the "
                         "documented command with its defaults, over a realistic backlog of CHANGES changes "
                         "(bench/spark_mirror_backlog.py)")
-    parser.add_argument("--topics", help="with --mirror-backlog: reuse the topics of an earlier run (as it reports "
-                        "them) instead of filling and carrying a backlog")
+    parser.add_argument("--topics", help="with --mirror-backlog or --flatten-backlog: reuse the topics of an earlier "
+                        "run (as the mirror's report lists them) instead of filling and carrying a backlog")
+    parser.add_argument("--with-flatten", action="store_true", help="with --mirror-backlog: then flatten over the "
+                        "same topics (--flatten-backlog's run), and the mirror's rows/s over flatten's "
+                        "(mirror_flatten_ratio)")
     parser.add_argument("--max-batches", type=int, help="with --mirror-backlog: stop after this many micro-batches")
     parser.add_argument("--compare", metavar="DELTA_ROOT", help="with --mirror-backlog: compare the mirror's tables "
                         "with another run's over the same topics")
@@ -80,28 +83,39 @@ def main() -> int:
         from spark_flatten_backlog import use_cluster
 
         use_cluster(args.master, args.cores_max)
-    if args.mirror_backlog or args.topics:
+    if args.mirror_backlog or (args.topics and not args.flatten_backlog):
+        from spark_flatten_backlog import flatten_backlog
         from spark_mirror_backlog import mirror_backlog
 
         mirrored = mirror_backlog(endpoints, args.mirror_backlog or 0, args.keyspace, args.topics,
                                   args.mirror_args.split(), args.max_batches, args.compare, args.converter)
+        avro = "_avro" if args.converter == "avro" else ""
+        picks = {f"spark_mirror_rows_per_s{avro}": "rows_per_s_overall",
+                 "spark_mirror_batch_overhead_s": "overhead.one_record_batch_s",
+                 "spark_mirror_first_batch_s": "overhead.first_record_batch_s",
+                 "spark_peak_driver_rss_mb": "jvm_peak_rss_mb"}
+        if args.with_flatten:
+            flattened = flatten_backlog(endpoints, args.mirror_backlog or 0, None, args.converter,
+                                        args.flatten_args.split(), topics_from=mirrored["topics"])
+            mirrored["flatten_same_topics"] = flattened
+            if mirrored.get("rows_per_s_overall") and flattened.get("rows_per_s_overall"):
+                mirrored["mirror_flatten_ratio"] = round(mirrored["rows_per_s_overall"]
+                                                         / flattened["rows_per_s_overall"], 2)
+            picks[f"spark_mirror_flatten_ratio{avro}"] = "mirror_flatten_ratio"
         print(json.dumps(mirrored), file=report, flush=True)
         if args.record:
-            avro = "_avro" if args.converter == "avro" else ""
-            record_report(mirrored, {f"spark_mirror_rows_per_s{avro}": "rows_per_s_overall",
-                                     "spark_mirror_batch_overhead_s": "overhead.one_record_batch_s",
-                                     "spark_peak_driver_rss_mb": "jvm_peak_rss_mb"}, bench="spark_mirror_backlog")
+            record_report(mirrored, picks, bench="spark_mirror_backlog")
+            if args.with_flatten and not avro:
+                _record_flatten(mirrored["flatten_same_topics"])
         return 0
     if args.flatten_backlog:
         from spark_flatten_backlog import flatten_backlog
 
         flattened = flatten_backlog(endpoints, args.flatten_backlog, args.keyspace, args.converter,
-                                    args.flatten_args.split())
+                                    args.flatten_args.split(), args.topics.split(",") if args.topics else None)
         print(json.dumps(flattened), file=report, flush=True)
         if args.record:
-            record_report(flattened, {"spark_flatten_rows_per_s": "rows_per_s_overall",
-                                      "spark_flatten_batch_overhead_s": "overhead.one_record_batch_s"},
-                          bench="spark_flatten_backlog")
+            _record_flatten(flattened)
         return 0
     folder = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -135,6 +149,12 @@ def main() -> int:
         record_report(result, {"spark.flatten_rows_per_s": "flatten_rows_per_s",
                                "spark.mirror_rows_per_s": "mirror_rows_per_s"}, bench="spark_bench")
     return 0
+
+
+def _record_flatten(flattened: dict[str, Any]) -> None:
+    record_report(flattened, {"spark_flatten_rows_per_s": "rows_per_s_overall",
+                              "spark_flatten_batch_overhead_s": "overhead.one_record_batch_s"},
+                  bench="spark_flatten_backlog")
 
 
 def _spark(endpoints: Any, folder: Path, name: str, topics: list[str], keyspace: str, args: argparse.Namespace,

@@ -146,19 +146,29 @@ def _timestamp(event: dict[str, Any]) -> float:
 
 
 def flatten_backlog(endpoints: Any, changes: int, keyspace: str | None, converter: str,
-                    extra: list[str] | None = None) -> dict[str, Any]:
-    """`extra`: flags added to the documented command (tuning experiments; none by default)."""
+                    extra: list[str] | None = None, topics_from: list[str] | None = None) -> dict[str, Any]:
+    """`extra`: flags added to the documented command (tuning experiments; none by default);
+    `topics_from`: an earlier run's topics (a worker's `<name>.<keyspace>.<table>` topics and its
+    dropped-changes topic, last, as bench/spark_mirror_backlog.py reports them) instead of a
+    backlog filled and carried now."""
     schemas = {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"} \
         if converter == "json" else {}
-    carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter=converter,
-                                      workers=1, timeout=1800, profile=None, profile_gil=False, settings=schemas),
-                      endpoints)
-    topics = list(carried["topics"])
+    if topics_from:
+        topics = list(topics_from)
+        carried: dict[str, Any] = {"keyspace": topics[0].split(".")[1], "changes": changes or None}
+    else:
+        carried = catchup(SimpleNamespace(keyspace=keyspace, changes=changes, mix="realistic", converter=converter,
+                                          workers=1, timeout=1800, profile=None, profile_gil=False,
+                                          settings=schemas), endpoints)
+        topics = list(carried["topics"])
     name = topics[0].split(".")[0]
+    tables = [t.split(".", 1)[1] for t in topics if not t.endswith(".dropped")]
+    settings = dict(schemas)
+    if topics[-1].endswith(".dropped"):  # the job reads it too
+        settings["dropped.changes.topic"] = topics[-1]
     folder = Path(tempfile.mkdtemp(prefix="spark-flatten-bench-"))
     config = folder / "worker.properties"
-    config.write_text(properties(endpoints, name, ",".join(t.split(".", 1)[1] for t in topics), converter, 2000,
-                                 extra=schemas))
+    config.write_text(properties(endpoints, name, ",".join(tables), converter, 2000, extra=settings))
     inputs = sum(end_offsets(endpoints.kafka_bootstrap, topics).values())
     checkpoint = folder / "checkpoint"
     documented = ["--config", str(config), "--checkpoint", str(checkpoint), "--output-topic", "{topic}.flat"]
@@ -244,7 +254,9 @@ def _overhead(endpoints: Any, documented: list[str], topic: str, folder: Path) -
     for kind, event in zip(sent, done, strict=False):
         if event["rows"] == 1:
             by_kind[kind].append(event["duration_s"])
+    first = next((e["duration_s"] for e in done if e["rows"] >= 1), None)  # the first record's (sent first)
     return {"one_record_batch_s": statistics.median(by_kind["record"]) if by_kind["record"] else None,
+            "first_record_batch_s": first,
             "empty_output_batch_s": statistics.median(by_kind["tombstone"]) if by_kind["tombstone"] else None,
             "samples": by_kind, "run": run,
             "note": "Spark runs no micro-batch without new input (Kafka source, stateless query): an idle job "

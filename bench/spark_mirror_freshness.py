@@ -249,13 +249,14 @@ class Stages:
                                   "enable.auto.commit": False})
         self.assigned = False
         self.partitions: list[int] = []
+        self.fetched = 0  # records read so far
         self.records: dict[int, tuple[int, int, float]] = {}  # sample -> (partition, offset, timestamp s)
         self.batches: dict[int, tuple[float, dict[int, int]]] = {}  # batch id -> (start s, end offsets)
         self.appended: dict[int, float] = {}  # batch id -> when it appended table t (s)
 
     def read(self, budget_s: float = 5.0) -> None:
-        """The topic's records since the last call (for at most `budget_s`), the checkpoint's
-        micro-batches and the mirror's log."""
+        """The topic's records since the last call, up to its end or the first empty fetch (for at
+        most `budget_s`), the checkpoint's micro-batches and the mirror's log."""
         if not self.assigned:
             self.partitions = list(self.consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
             self.consumer.assign([TopicPartition(self.topic, p, 0) for p in self.partitions])
@@ -269,6 +270,9 @@ class Stages:
             if all(position.offset >= end for position, end in zip(positions, ends, strict=True)):
                 break
             messages = self.consumer.consume(2000, timeout=0.5)
+            if not messages and self.fetched:  # none more now (an open transaction's wait for its commit)
+                break
+            self.fetched += len(messages)
             for message in messages:
                 key = message.key()
                 if message.error() is None and key and b'"pk":-' in key:

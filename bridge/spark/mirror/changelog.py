@@ -69,6 +69,7 @@ class Pending:
     # the changelog version read and the appends it holds (None: rows of an earlier release without
     # the column), which `clear` removes once they are folded
     version: int = -1
+    changes: int = 0  # the data changes `events` holds
     appends: tuple[str | None, ...] = ()
     batches: tuple[int, ...] = ()  # the `_cdc_batch` values of those appends (empty: some unknown)
 
@@ -154,8 +155,9 @@ class ChangeLog:
         frame = spark.read.format("delta").option("versionAsOf", version).load(self.path)
         if APPEND not in frame.columns:
             frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
-        # one job over two small columns: the range / partition deletes' keys, and the appends held
-        listed = frame.select(APPEND, BATCH, DROP).distinct().collect()
+        # one job over three small columns: the appends held, the range / partition deletes' keys,
+        # and the data changes' count
+        listed = frame.groupBy(APPEND, BATCH, DROP).agg(F.count(F.lit(1)).alias("rows")).collect()
         if not listed:
             return None
         dropped = [{"key": orjson.loads(r[DROP])} for r in listed if r[DROP] is not None]
@@ -163,7 +165,8 @@ class ChangeLog:
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
                                                            .alias("x"))
-        return Pending(events, dropped, version, tuple(sorted({r[APPEND] for r in listed}, key=str)),
+        return Pending(events, dropped, version, sum(r["rows"] for r in listed if r[DROP] is None),
+                       tuple(sorted({r[APPEND] for r in listed}, key=str)),
                        () if any(r[BATCH] is None for r in listed) else tuple(sorted({r[BATCH] for r in listed})))
 
     def clear(self, spark: SparkSession, folded: Pending) -> None:

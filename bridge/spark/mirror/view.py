@@ -37,7 +37,7 @@ def current_state(spark: SparkSession, root: str, keyspace: str, table: str, *,
         store = TombstoneStore(tombstone_path(root, keyspace, table))
         partition_keys = store.partition_keys(spark, pending.dropped)
         events = pending.events
-        small = events is not None and events.count() <= BROADCAST_KEYS
+        small = events is not None and pending.changes <= BROADCAST_KEYS
         source = merge_source(spark, stored, store, events, pending.dropped, columns, partition_keys, small)
         if source is not None:
             source = source.localCheckpoint()  # folded once, read by both sides of the union
