@@ -59,18 +59,27 @@ def run_as_of(path: str, timestamp: str, master: str | None, limit: int) -> int:
     """Print the state of the history table at `path` at `timestamp` (microseconds since the
     epoch, or a timestamp text in UTC), one JSON row per line."""
     from bridge.spark.core.session import build_session
+    from bridge.spark.core.spark_log import default_path
     from bridge.spark.history.writer import as_of
 
     at: str | int = int(timestamp) if timestamp.isdigit() else timestamp
-    spark = build_session(master, conf={"spark.sql.session.timeZone": "UTC"})
+    # Spark's own console output to a file, as the jobs do (docs/spark.md): stdout holds the rows
+    spark_log = None if master in (None, "", "none") else default_path("as-of")
+    if spark_log is not None:
+        print(f"spark's own output goes to {spark_log}", file=sys.stderr)
+    spark = build_session(None if spark_log is None else master, conf={"spark.sql.session.timeZone": "UTC"},
+                          spark_log=spark_log)
     try:
         from delta.tables import DeltaTable
 
         if not DeltaTable.isDeltaTable(spark, path):
             print(f"error: --path: {path} is not a history table (no Delta table there)", file=sys.stderr)
             return 2
-        for line in as_of(spark, path, at).toJSON().take(limit):
-            print(line)
+        from pyspark.sql import functions as F
+
+        state = as_of(spark, path, at).limit(limit)
+        for row in state.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in state.columns]))).collect():
+            print(row[0])
     finally:
         spark.stop()
     return 0

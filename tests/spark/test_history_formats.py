@@ -16,6 +16,8 @@ values) equal those the records imply, and `as_of` at two instants gives the ver
 from __future__ import annotations
 
 import datetime
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -192,6 +194,22 @@ def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path,
         assert _history(spark, path) == LEGACY_VERSIONS, name
         assert f"legh:the-query:ks.{name}:new" in _txn_app_ids(Path(path)), name
     _check_as_of(spark, str(tmp_path / "ks" / "t"), LEGACY_VERSIONS, (BASE_US + 3, BASE_US + 6))
+    if value_format == "json":  # the command itself once (a JVM of its own)
+        _check_as_of_command(spark, str(tmp_path / "ks" / "t"), BASE_US + 6)
+
+
+def _check_as_of_command(spark: Any, path: str, at: int) -> None:
+    """`cdc-bridge spark as-of` prints the rows holding at `at` on stdout, one JSON object each,
+    and on stderr only where Spark's own console output went (no Ivy, log4j or warning)."""
+    from bridge.spark.history.writer import as_of
+
+    done = subprocess.run([sys.executable, "-m", "bridge.cli", "spark", "as-of", "--path", path,
+                           "--timestamp", str(at)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert sorted((r["pk"], r["ck"]) for r in printed) == sorted(
+        (r["pk"], r["ck"]) for r in as_of(spark, path, at).collect())
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("spark's own output goes to "), done.stderr
 
 
 def _txn_app_ids(path: Path) -> set[str]:
