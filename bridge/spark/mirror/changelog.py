@@ -90,6 +90,16 @@ class ChangeLog:
         """Append a micro-batch's changes of the table (once per batch id); returns the rows
         written. `changes`: how many `events` holds, when the caller knows (else the write's job
         counts them, as it writes them)."""
+        if events is None and not dropped:
+            return 0
+        last = self._last.get(app_id)
+        first = last is None  # kept until an append of this name succeeds in this process
+        exists = self.exists(spark) if first else True
+        if last is None:
+            last = self._last_appended(spark, app_id) if exists else -1
+        if batch_id <= last:
+            self._last[app_id] = last
+            return 0  # a micro-batch run again after a crash: appended by the process before
         keyed = [F.col(f"`{n}`") for n in columns.key_names]
         parts: list[DataFrame] = []
         written = 0
@@ -105,20 +115,13 @@ class ChangeLog:
             nulls = [F.lit(None).cast(c.mirror_type()).alias(c.name) for c in columns.keys]
             parts.append(frame.select(*nulls, F.lit(None).cast(event_type(columns.values)).alias("x"), DROP))
             written += len(dropped)
-        if not parts:
-            return 0
         frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        first = app_id not in self._last
-        if first:
-            self._last[app_id] = self._last_appended(spark, app_id)
-        if batch_id <= self._last[app_id]:
-            return 0  # a micro-batch run again after a crash: appended by the process before
         frame = frame.withColumn(BATCH, F.lit(batch_id).cast("long")).withColumn(APPEND, F.lit(f"{app_id}:{batch_id}"))
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("userMetadata", f"{app_id}:{batch_id}"))
         if first:
             writer = writer.option("txnAppId", app_id).option("txnVersion", batch_id)
-            if not self.exists(spark):
+            if not exists:
                 writer = writer.partitionBy(BATCH)
         writer.save(self.path)
         self.commits += 1
@@ -131,8 +134,6 @@ class ChangeLog:
         """The last batch id an append of this name committed, by the recent commits' names (-1: none)."""
         from delta.tables import DeltaTable
 
-        if not self.exists(spark):
-            return -1
         prefix = f"{app_id}:"
         named = DeltaTable.forPath(spark, self.path).history(RECENT_COMMITS).select("userMetadata").collect()
         batches = [int(row[0][len(prefix):]) for row in named if row[0] and row[0].startswith(prefix)]
