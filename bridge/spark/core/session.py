@@ -2,11 +2,14 @@
 
 Spark resolves `spark.jars.packages` itself (Ivy) and keeps the jars in its Ivy cache, so the
 first start downloads about 200 MB and later starts are offline. The cache is `~/.ivy2` unless
-`CDC_BRIDGE_IVY_DIR` names another folder. On a cluster (`spark-submit`) the session already
-exists and only the SQL settings below are applied; give the packages to `spark-submit
---packages` (`cdc-bridge spark packages` prints them) with `--conf spark.jars.ivy=` that cache
-(spark-submit's own default is `~/.ivy2.5.2`), and the executors' Python with
-`spark.pyspark.python` (docs/spark.md, "On a standalone cluster").
+`CDC_BRIDGE_IVY_DIR` names another folder. A local session that resolved the packages writes the
+jars it got to a list in that cache, and later local sessions load those jars directly
+(`spark.jars`): Ivy re-resolving 38 cached artifacts costs every start about 2 s.
+
+On a cluster (`spark-submit`) the session already exists and only the SQL settings below are
+applied; give the packages to `spark-submit --packages` (`cdc-bridge spark packages` prints them)
+with `--conf spark.jars.ivy=` that cache (spark-submit's own default is `~/.ivy2.5.2`), and the
+executors' Python with `spark.pyspark.python` (docs/spark.md, "On a standalone cluster").
 
 Versions: pyspark 4.2.0 with delta-spark 4.4.0, whose jar is `io.delta:delta-spark_4.2_2.13`
 (Delta names its artifacts after the Spark line since 4.1). delta-spark 4.4.1 exists on PyPI but
@@ -84,10 +87,35 @@ def ivy_lock() -> Iterator[None]:
         yield
 
 
+def _packages_file(suffix: str) -> Path:
+    return ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}{suffix}"
+
+
+def resolved_jars() -> str | None:
+    """The jars an earlier local session resolved for these packages (`spark.jars`), or None when
+    there is no list or a jar on it is gone from the cache (then Ivy resolves again)."""
+    listed = _packages_file(".jars")
+    if not listed.exists():
+        return None
+    jars = listed.read_text().strip()
+    if not jars or not all(Path(jar.removeprefix("file://")).is_file() for jar in jars.split(",")):
+        return None
+    return jars
+
+
+def _remember_jars(session: Any) -> None:
+    jars = session.sparkContext.getConf().get("spark.jars", "")
+    if jars:
+        listed = _packages_file(".jars")
+        partial = listed.with_suffix(".partial")
+        partial.write_text(jars)
+        partial.replace(listed)  # whole or not at all: another process may read it meanwhile
+
+
 def fetch_packages() -> bool:
     """Resolve the packages into the Ivy cache by starting (and stopping) a local session, unless
     a stamp says this set was fetched before; returns whether it fetched."""
-    stamp = ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}"
+    stamp = _packages_file("")
     if stamp.exists():
         return False
     from bridge.spark.core.spark_log import default_path, tail
@@ -113,23 +141,30 @@ def build_session(master: str | None = "local[2]", app_name: str = "cdc-bridge-s
     from bridge.spark.core import spark_log as output
     builder = SparkSession.builder.appName(app_name)
     settings: dict[str, str] = {}
+    # A user's own spark.jars / spark.jars.packages (--spark-conf) go through Ivy, not the list
+    own_jars = bool({"spark.jars", "spark.jars.packages"} & set(conf or {}))
     if master is not None:
         # Python workers run this interpreter (the venv with bridge, orjson, confluent_kafka,
         # pyarrow), not `python3` on PATH. spark.pyspark.python alone does not do it in a session
         # started from Python: pyspark's SparkContext takes the workers' interpreter from
         # PYSPARK_PYTHON (else `python3`).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        settings = {**_LOCAL_CONF, "spark.master": master, "spark.jars.packages": ",".join(packages()),
-                    "spark.jars.ivy": str(ivy_dir()), "spark.pyspark.python": sys.executable}
+        jars = None if own_jars else resolved_jars()
+        dependencies = {"spark.jars": jars} if jars else {"spark.jars.packages": ",".join(packages()),
+                                                          "spark.jars.ivy": str(ivy_dir())}
+        settings = {**_LOCAL_CONF, "spark.master": master, **dependencies, "spark.pyspark.python": sys.executable}
         # our log4j2 settings (the heartbeater's NPE silenced), before a user's own java options
         settings["spark.driver.defaultJavaOptions"] += f" {output.java_option()}"
     settings = {**settings, "spark.app.name": app_name, **_SQL_CONF, **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with ivy_lock() if master is not None else contextlib.nullcontext():
+    resolving = master is not None and "spark.jars.packages" in settings
+    with ivy_lock() if resolving else contextlib.nullcontext():
         if master is not None and spark_log is not None and not output.gateway_running():
             output.launch_gateway(settings, spark_log)
         session = builder.getOrCreate()
+        if resolving and not own_jars:
+            _remember_jars(session)
     session.sparkContext.setLogLevel(os.environ.get("CDC_BRIDGE_SPARK_LOG_LEVEL", "WARN"))
     return session
 
