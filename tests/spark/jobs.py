@@ -76,7 +76,8 @@ def assert_console_is_ours(job: SparkJob) -> Path:
     paths = [entry["path"] for entry in ours if entry.get("event", "").startswith("spark's own output goes to a file")]
     assert len(paths) == 1, f"the Spark log's path should be told once: {paths}"
     text = Path(paths[0]).read_text(errors="replace")
-    assert "Ivy Default Cache" in text and re.search(r" WARN \w+: ", text), f"no Spark output in {paths[0]}"
+    # Spark's warnings; Ivy's resolution lines only where the session resolved the packages (session.py)
+    assert re.search(r" WARN \w+: ", text), f"no Spark output in {paths[0]}"
     return Path(paths[0])
 
 
