@@ -97,6 +97,17 @@ def start_workers(config: Path, count: int, log_dir: Path, profile: str | None =
     return processes
 
 
+def exited(processes: list[subprocess.Popen[bytes]], log_dir: Path) -> None:
+    """Raise, with the end of its log, when a worker has exited: the catch-up would otherwise wait
+    out its timeout for records that never come (a keyspace without the tables named, say)."""
+    workers = [p for p in processes if p.args[0] != PY_SPY]
+    for index, process in enumerate(workers):
+        if process.poll() is not None:
+            log = (log_dir / f"worker-{index}.log").read_text(errors="replace").strip().splitlines()
+            raise SystemExit(f"worker {index} exited ({process.returncode}) before the backlog was read: "
+                             f"{log[-1] if log else 'no output'}")
+
+
 def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM to the workers by pid; an attached profiler ends (and writes) when its worker does."""
     workers = [p for p in processes if p.args[0] != PY_SPY]
@@ -298,6 +309,7 @@ def catchup(args: argparse.Namespace, endpoints: Endpoints) -> dict[str, Any]:
         rss: dict[str, float] = {}  # the first worker's RSS when a quarter, half, all of the backlog was read
         while received < expected and time.monotonic() - started < args.timeout:
             received += sum(1 for m in consumer.consume(10_000, timeout=0.5) if m.error() is None)
+            exited(processes, Path(folder))
             if first is None and received:
                 first = (received, time.monotonic(), cpu_seconds(processes))
             for share in ("25%", "50%", "100%"):
