@@ -87,14 +87,15 @@ def ivy_lock() -> Iterator[None]:
         yield
 
 
-def _packages_file(suffix: str) -> Path:
-    return ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}{suffix}"
+def _jar_list() -> Path:
+    """Where a session that resolved this set of packages lists their jars: the proof of a fetch."""
+    return ivy_dir() / f".cdc-bridge-{hashlib.sha256(','.join(packages()).encode()).hexdigest()[:16]}.jars"
 
 
 def resolved_jars() -> str | None:
     """The jars an earlier local session resolved for these packages (`spark.jars`), or None when
     there is no list or a jar on it is gone from the cache (then Ivy resolves again)."""
-    listed = _packages_file(".jars")
+    listed = _jar_list()
     if not listed.exists():
         return None
     jars = listed.read_text().strip()
@@ -106,7 +107,7 @@ def resolved_jars() -> str | None:
 def _remember_jars(session: Any) -> None:
     jars = session.sparkContext.getConf().get("spark.jars", "")
     if jars:
-        listed = _packages_file(".jars")
+        listed = _jar_list()
         partial = listed.with_suffix(".partial")
         partial.write_text(jars)
         partial.replace(listed)  # whole or not at all: another process may read it meanwhile
@@ -114,9 +115,8 @@ def _remember_jars(session: Any) -> None:
 
 def fetch_packages() -> bool:
     """Resolve the packages into the Ivy cache by starting (and stopping) a local session, unless
-    a stamp says this set was fetched before; returns whether it fetched."""
-    stamp = _packages_file("")
-    if stamp.exists():
+    the jars of this set are listed and present (`resolved_jars`); returns whether it fetched."""
+    if resolved_jars() is not None:
         return False
     from bridge.spark.core.spark_log import default_path, tail
 
@@ -126,8 +126,6 @@ def fetch_packages() -> bool:
     except Exception as error:
         raise RuntimeError("\n".join([f"fetching the Spark packages failed ({error}); the end of {log}:",
                                        *tail()])) from error
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.touch()
     return True
 
 

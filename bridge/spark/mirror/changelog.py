@@ -94,8 +94,9 @@ class ChangeLog:
             return 0
         last = self._last.get(app_id)
         first = last is None  # kept until an append of this name succeeds in this process
-        exists = self.exists(spark) if first else True
+        exists = True
         if last is None:
+            exists = self.exists(spark)
             last = self._last_appended(spark, app_id) if exists else -1
         if batch_id <= last:
             self._last[app_id] = last
