@@ -5,6 +5,7 @@ the partitions of range / partition deletes, and the MERGE of folded rows (moved
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,21 @@ from bridge.spark.fold.reference import HIDDEN
 # Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def latest_version(spark: SparkSession, path: str) -> int | None:
+    """The Delta table's latest version, None when there is no table: the highest commit file in
+    its log, by a listing of that folder (Hadoop's file system: any URI Spark writes to), where
+    `DeltaTable.history` runs a Spark job."""
+    context: Any = spark.sparkContext
+    log = context._jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/_delta_log")  # noqa: SLF001
+    fs = log.getFileSystem(context._jsc.hadoopConfiguration())  # noqa: SLF001
+    if not fs.exists(log):
+        return None
+    versions = [int(m.group(1)) for status in fs.listStatus(log)
+                if (m := COMMIT_FILE.match(str(status.getPath().getName())))]
+    return max(versions, default=None)
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:
     return {"cdc.role": "key" if column.is_key else "value", "cdc.collection": column.collection or "",
