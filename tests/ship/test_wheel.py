@@ -45,6 +45,7 @@ def test_the_wheel_holds_no_emulator_stack_twins_or_demo(wheel: Path) -> None:
     assert any(n == "bridge/cli/__init__.py" for n in modules) and any(n.startswith("bridge/spark/") for n in modules)
     assert {n.split("/")[0] for n in modules} == {"bridge"}
     assert [n for n in modules if _NOT_SHIPPED.search(n)] == []
+    assert "bridge/spark/core/log4j2.properties" in modules  # a local Spark session's log settings (spark_log.py)
 
 
 def test_the_wheels_entry_points_are_the_products_only(wheel: Path) -> None:

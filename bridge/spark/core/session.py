@@ -59,10 +59,6 @@ _LOCAL_CONF = {
     # with a dead thread and a query that never ends. In defaultJavaOptions, so that a user's
     # spark.driver.extraJavaOptions adds to it.
     "spark.driver.defaultJavaOptions": "-XX:+ExitOnOutOfMemoryError",
-    # A background compaction's jobs (pool "compaction") yield free task slots to the streaming
-    # query's (pool "default"): under FIFO a compaction's stage held a micro-batch's tasks back.
-    "spark.scheduler.mode": "FAIR",
-    "spark.scheduler.allocation.file": str(Path(__file__).with_name("fair-scheduler.xml")),
 }
 
 

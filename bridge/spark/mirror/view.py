@@ -99,7 +99,7 @@ def _folded_source(spark: SparkSession, root: str, table: tuple[str, str], store
         how = "since the last read" if new else "unchanged"
         source = last.source if not new else _fold_onto(
             spark, last.source, stored, store, changes.events(spark, columns, pending.version, new), columns,
-            partition_keys, sum(pending.counts.get(a, 0) for a in new))
+            partition_keys, pending.changes <= BROADCAST_KEYS)
     else:
         how = "every pending change"
         source = merge_source(spark, stored, store, pending.events, pending.dropped, columns, partition_keys,
@@ -117,20 +117,27 @@ def _folded_source(spark: SparkSession, root: str, table: tuple[str, str], store
 
 
 def _fold_onto(spark: SparkSession, folded: DataFrame, stored: DataFrame, store: TombstoneStore, events: DataFrame,
-               columns: MirrorColumns, partition_keys: list[str], changes: int) -> DataFrame:
+               columns: MirrorColumns, partition_keys: list[str], small: bool) -> DataFrame:
     """`folded` (a read's folded rows) with `events` folded onto them: each key's base is its
     folded row if it has one (a deleted row's keeps its position), else its stored row. A key
-    whose new changes change nothing keeps its folded row."""
+    whose new changes change nothing keeps its folded row. `small`: every pending change's key
+    is broadcast (`merge_source`)."""
     names = columns.key_names
     keyed = [F.col(f"`{n}`") for n in names]
-    folded_keys = folded.select(*keyed)
-    base = folded.drop(ACTION).unionByName(stored.join(folded_keys, same_key(stored, folded_keys, names), "left_anti"))
-    small = changes <= BROADCAST_KEYS
+
+    def keys_of(frame: DataFrame) -> DataFrame:
+        keys = frame.select(*keyed)
+        return F.broadcast(keys) if small else keys
+
+    event_keys, folded_keys = keys_of(events), keys_of(folded)
+    # the stored rows of the new changes' keys first: the table is then scanned once, not joined whole
+    touched = stored.join(event_keys, same_key(stored, event_keys, names), "left_semi")
+    base = folded.drop(ACTION).unionByName(touched.join(folded_keys, same_key(touched, folded_keys, names),
+                                                        "left_anti"))
     fresh = merge_source(spark, base, store, events, [], columns, partition_keys, small)
     if fresh is None:
         return folded
     fresh = fresh.localCheckpoint()
-    fresh_keys = fresh.select(*keyed)
-    kept = folded.join(F.broadcast(fresh_keys) if small else fresh_keys, same_key(folded, fresh_keys, names),
-                       "left_anti")
+    fresh_keys = keys_of(fresh)
+    kept = folded.join(fresh_keys, same_key(folded, fresh_keys, names), "left_anti")
     return kept.unionByName(fresh).localCheckpoint()

@@ -49,7 +49,6 @@ log = structlog.get_logger(__name__)
 # most this many micro-batches, or about this many changes, behind the topics.
 COMPACT_EVERY_BATCHES = 10
 COMPACT_EVERY_CHANGES = 500_000
-COMPACTION_POOL = "compaction"  # Spark's scheduler pool of a background compaction's jobs
 
 
 def _job_ids(spark: SparkSession) -> list[int]:
@@ -84,7 +83,7 @@ class MirrorWriter:
         # `reread`: the source's options, so that each table's changes of a micro-batch of JSON with
         # schemas are read from Kafka by their topic's offsets, not with every topic's records.
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
-        self.background = None if spark is None else BackgroundCompaction(lambda: self._compact_beside(spark))
+        self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
         self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
 
     def path(self, keyspace: str, table: str) -> str:
@@ -208,12 +207,6 @@ class MirrorWriter:
         if tables is None and not latest:  # inline: in the query's thread, the counters are this one's
             self._since = self._pending_batches = 0
         return total
-
-    def _compact_beside(self, spark: SparkSession) -> int:
-        """A compaction in the background thread: its jobs yield free task slots to the streaming
-        query's (Spark's FAIR scheduler, `core/fair-scheduler.xml`)."""
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", COMPACTION_POOL)
-        return self.compact(spark, latest=True)
 
     def changelog_tables(self, spark: SparkSession) -> list[tuple[str, str]]:
         """(keyspace, table) of every changelog under the root (a listing of its folders)."""
