@@ -26,8 +26,7 @@ stay pending.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -61,13 +60,6 @@ def conform_event(x: Column, stored: T.DataType, columns: MirrorColumns) -> Colu
                       for f in target.fields])
 
 
-def _events(frame: DataFrame, columns: MirrorColumns) -> DataFrame:
-    """The data changes of changelog rows, `(key columns..., x)`, `x` in the current columns' type."""
-    keyed = [F.col(f"`{n}`") for n in columns.key_names]
-    x = conform_event(F.col("x"), frame.schema["x"].dataType, columns)
-    return frame.where(F.col("x").isNotNull()).select(*keyed, x.alias("x"))
-
-
 @dataclass
 class Pending:
     """What a changelog holds: the data changes `(key columns..., x)` (None when there are none)
@@ -81,7 +73,6 @@ class Pending:
     changes: int = 0  # the data changes `events` holds
     appends: tuple[str | None, ...] = ()
     batches: tuple[int, ...] = ()  # the `_cdc_batch` values of those appends (empty: some unknown)
-    counts: dict[str | None, int] = field(default_factory=dict)  # the data changes per append
 
 
 class ChangeLog:
@@ -160,33 +151,22 @@ class ChangeLog:
             version = self.version(spark)
             if version is None:
                 return None
-        frame = self._at(spark, version)
+        frame = spark.read.format("delta").option("versionAsOf", version).load(self.path)
+        if APPEND not in frame.columns:
+            frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
         # one job over three small columns: the appends held, the range / partition deletes' keys,
         # and the data changes' count
         listed = frame.groupBy(APPEND, BATCH, DROP).agg(F.count(F.lit(1)).alias("rows")).collect()
         if not listed:
             return None
         dropped = [{"key": orjson.loads(r[DROP])} for r in listed if r[DROP] is not None]
-        counts: dict[str | None, int] = {}
-        for r in listed:
-            if r[DROP] is None:
-                counts[r[APPEND]] = counts.get(r[APPEND], 0) + r["rows"]
-        return Pending(_events(frame, columns), dropped, version, sum(counts.values()),
+        x_type = frame.schema["x"].dataType
+        keyed = [F.col(f"`{n}`") for n in columns.key_names]
+        events = frame.where(F.col("x").isNotNull()).select(*keyed, conform_event(F.col("x"), x_type, columns)
+                                                           .alias("x"))
+        return Pending(events, dropped, version, sum(r["rows"] for r in listed if r[DROP] is None),
                        tuple(sorted({r[APPEND] for r in listed}, key=str)),
-                       () if any(r[BATCH] is None for r in listed) else tuple(sorted({r[BATCH] for r in listed})),
-                       counts)
-
-    def events(self, spark: SparkSession, columns: MirrorColumns, version: int, appends: Collection[str]) -> DataFrame:
-        """The data changes `(key columns..., x)` of the named appends, as of `version`."""
-        batches = sorted({int(a.rsplit(":", 1)[1]) for a in appends})  # their folders alone are read
-        frame = self._at(spark, version)
-        return _events(frame.where(F.col(BATCH).isin(batches) & F.col(APPEND).isin(list(appends))), columns)
-
-    def _at(self, spark: SparkSession, version: int) -> DataFrame:
-        frame = spark.read.format("delta").option("versionAsOf", version).load(self.path)
-        if APPEND not in frame.columns:
-            frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
-        return frame
+                       () if any(r[BATCH] is None for r in listed) else tuple(sorted({r[BATCH] for r in listed})))
 
     def clear(self, spark: SparkSession, folded: Pending) -> None:
         """Remove the appends `folded` holds (after the compaction that folded them): those committed
