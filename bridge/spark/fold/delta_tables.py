@@ -38,6 +38,7 @@ def latest_version(spark: SparkSession, path: str) -> int | None:
                 if (m := COMMIT_FILE.match(str(status.getPath().getName())))]
     return max(versions, default=None)
 
+
 def _metadata(column: ColumnShape) -> dict[str, Any]:
     return {"cdc.role": "key" if column.is_key else "value", "cdc.collection": column.collection or "",
             "cdc.elements": column.has_elements, "cdc.logical": column.logical or ""}
