@@ -25,18 +25,22 @@ TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
+def list_folder(spark: SparkSession, path: str) -> list[tuple[str, bool]] | None:
+    """(name, is a folder) of each entry of the folder `path`, None when there is no such folder:
+    through Hadoop's file system, so any URI Spark writes to (PySpark has no listing API)."""
+    context: Any = spark.sparkContext
+    folder = context._jvm.org.apache.hadoop.fs.Path(path)  # noqa: SLF001
+    fs = folder.getFileSystem(context._jsc.hadoopConfiguration())  # noqa: SLF001
+    if not fs.exists(folder):
+        return None
+    return [(str(status.getPath().getName()), bool(status.isDirectory())) for status in fs.listStatus(folder)]
+
+
 def latest_version(spark: SparkSession, path: str) -> int | None:
     """The Delta table's latest version, None when there is no table: the highest commit file in
-    its log, by a listing of that folder (Hadoop's file system: any URI Spark writes to), where
-    `DeltaTable.history` runs a Spark job."""
-    context: Any = spark.sparkContext
-    log = context._jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/_delta_log")  # noqa: SLF001
-    fs = log.getFileSystem(context._jsc.hadoopConfiguration())  # noqa: SLF001
-    if not fs.exists(log):
-        return None
-    versions = [int(m.group(1)) for status in fs.listStatus(log)
-                if (m := COMMIT_FILE.match(str(status.getPath().getName())))]
-    return max(versions, default=None)
+    its log, by a listing of that folder, where `DeltaTable.history` runs a Spark job."""
+    names = list_folder(spark, f"{path.rstrip('/')}/_delta_log") or []
+    return max((int(m.group(1)) for name, _ in names if (m := COMMIT_FILE.match(name))), default=None)
 
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from bridge.spark.core.kafka_ranges import KafkaRanges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped
 from bridge.spark.fold.batch_reader import BatchReader
-from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, columns_from_delta, delta_schema
+from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, columns_from_delta, delta_schema, list_folder
 from bridge.spark.fold.frames import MirrorColumns
 from bridge.spark.fold.reference import HIDDEN
 from bridge.spark.fold.tombstones import TombstoneStore, tombstone_path
@@ -210,18 +210,12 @@ class MirrorWriter:
 
     def changelog_tables(self, spark: SparkSession) -> list[tuple[str, str]]:
         """(keyspace, table) of every changelog under the root (a listing of its folders)."""
-        # Hadoop's file system: the root may be any URI Spark writes to (PySpark has no listing API)
-        context: Any = spark.sparkContext
-        base = context._jvm.org.apache.hadoop.fs.Path(f"{self.root}/_cdc_changes")  # noqa: SLF001
-        fs = base.getFileSystem(context._jsc.hadoopConfiguration())  # noqa: SLF001
-        if not fs.exists(base):
-            return []
+        base = f"{self.root}/_cdc_changes"
         found = []
-        for keyspace in fs.listStatus(base):
-            if keyspace.isDirectory():
-                for table in fs.listStatus(keyspace.getPath()):
-                    if table.isDirectory() and not table.getPath().getName().startswith("_"):
-                        found.append((str(keyspace.getPath().getName()), str(table.getPath().getName())))
+        for keyspace, is_folder in list_folder(spark, base) or []:
+            if is_folder:
+                found += [(keyspace, table) for table, folder in list_folder(spark, f"{base}/{keyspace}") or []
+                          if folder and not table.startswith("_")]
         return sorted(found)
 
     def _store(self, table: tuple[str, str]) -> TombstoneStore:
