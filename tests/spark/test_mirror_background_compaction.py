@@ -23,6 +23,8 @@ from pyspark.sql import functions as F
 
 from bridge.spark.core.decode import Group, ValueFormat
 from bridge.spark.core.shape import TableShape
+from bridge.spark.fold.delta_tables import log_versions
+from bridge.spark.mirror.changelog import CHECKPOINT_EVERY, CHECKPOINT_INTERVAL
 from bridge.spark.mirror.view import current_state
 from bridge.spark.mirror.writer import MirrorWriter
 from tests.spark.jobs import CLI
@@ -73,6 +75,14 @@ def test_compactions_beside_appends_lose_and_repeat_nothing(spark: Any, tmp_path
     assert compactions >= 1 and appended_during_compaction >= 2, (compactions, appended_during_compaction)
     expected = _expected(reference)
     assert _rows(current_state(spark, str(root), "ks", "t")) == expected, "the view"
+    # The appends write no checkpoint of the changelog (Delta's interval set to 100, more commits
+    # than this test makes); the compactions write them.
+    changelog = root / "_cdc_changes" / "ks" / "t"
+    properties = spark.sql(f"DESCRIBE DETAIL delta.`{changelog}`").collect()[0]["properties"]
+    assert properties.get("delta.checkpointInterval") == str(CHECKPOINT_INTERVAL)
+    latest, checkpointed = log_versions(spark, str(changelog))
+    assert latest is not None and CHECKPOINT_EVERY <= latest < CHECKPOINT_INTERVAL and checkpointed is not None, \
+        (latest, checkpointed)
     # the last compaction by the maintenance command, in its own JVM, as a CronJob would run it
     done = subprocess.run([*CLI, "compact", "--delta", str(root), "--master", "local[1]"], capture_output=True,
                           text=True, timeout=600, check=False)

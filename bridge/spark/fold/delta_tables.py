@@ -23,6 +23,7 @@ from bridge.spark.fold.reference import HIDDEN
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\..+)?\.parquet$")  # single-part, multi-part or v2
 
 
 def list_folder(spark: SparkSession, path: str) -> list[tuple[str, bool]] | None:
@@ -39,8 +40,23 @@ def list_folder(spark: SparkSession, path: str) -> list[tuple[str, bool]] | None
 def latest_version(spark: SparkSession, path: str) -> int | None:
     """The Delta table's latest version, None when there is no table: the highest commit file in
     its log, by a listing of that folder, where `DeltaTable.history` runs a Spark job."""
-    names = list_folder(spark, f"{path.rstrip('/')}/_delta_log") or []
-    return max((int(m.group(1)) for name, _ in names if (m := COMMIT_FILE.match(name))), default=None)
+    return log_versions(spark, path)[0]
+
+
+def log_versions(spark: SparkSession, path: str) -> tuple[int | None, int | None]:
+    """The Delta table's latest version and that of its latest checkpoint (None: none), by one
+    listing of its log."""
+    names = [name for name, _ in list_folder(spark, f"{path.rstrip('/')}/_delta_log") or []]
+    return (max((int(m.group(1)) for name in names if (m := COMMIT_FILE.match(name))), default=None),
+            max((int(m.group(1)) for name in names if (m := CHECKPOINT_FILE.match(name))), default=None))
+
+
+def checkpoint(spark: SparkSession, path: str) -> None:
+    """Write a checkpoint of the Delta table's latest version (Delta's API has none in Python)."""
+    jvm: Any = spark.sparkContext._jvm  # noqa: SLF001
+    none = jvm.scala.Option.empty()
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # noqa: SLF001
+    delta_log.checkpoint(delta_log.update(False, none, none), none)
 
 
 def _metadata(column: ColumnShape) -> dict[str, Any]:

@@ -98,6 +98,7 @@ def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: Cha
         if events is not None:
             events.unpersist()
     changes.clear(spark, pending)
+    changes.checkpoint(spark)
     return changed
 
 
