@@ -9,6 +9,7 @@ The workload size is `CDC_BRIDGE_SPARK_OPS` (1,000 by default, to keep the tier 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,7 +41,21 @@ def test_mirror_equals_the_base_tables_after_a_kill_and_restart(pipeline: Pipeli
     delta = pipeline.folder / "mirror"
     again = killed_then_resumed(pipeline, ["mirror", "--delta", str(delta)], "mirror", during=pipeline.second_half())
     assert_mirror_equals_base_tables(pipeline, spark, cassandra_session, delta)
+    assert_one_file_per_append(spark, delta)
     assert_console_is_ours(again)  # issue 43: Ivy, log4j and the JVM's warnings in the Spark log, not here
+
+
+def assert_one_file_per_append(spark: Any, delta: Path) -> None:
+    """This workload's micro-batches hold fewer than `ONE_FILE_RECORDS` records (the topics have
+    more partitions than one), so each append to a changelog wrote one file."""
+    from delta.tables import DeltaTable
+
+    changelogs = sorted(p for p in (delta / "_cdc_changes").glob("*/*") if (p / "_delta_log").is_dir())
+    assert changelogs, "no changelog"
+    for changelog in changelogs:
+        appends = DeltaTable.forPath(spark, str(changelog)).history().where("operation = 'WRITE'").collect()
+        files = [int(row["operationMetrics"]["numFiles"]) for row in appends]
+        assert files and set(files) == {1}, (changelog.name, files)
 
 
 @pytest.mark.timeout(2400)

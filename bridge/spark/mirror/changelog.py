@@ -96,10 +96,12 @@ class ChangeLog:
         return bool(DeltaTable.isDeltaTable(spark, self.path))
 
     def append(self, spark: SparkSession, columns: MirrorColumns, events: DataFrame | None,
-               dropped: list[dict[str, Any]], app_id: str, batch_id: int, changes: int | None = None) -> int:
+               dropped: list[dict[str, Any]], app_id: str, batch_id: int, changes: int | None = None, *,
+               one_file: bool = False) -> int:
         """Append a micro-batch's changes of the table (once per batch id); returns the rows
         written. `changes`: how many `events` holds, when the caller knows (else the write's job
-        counts them, as it writes them)."""
+        counts them, as it writes them). `one_file`: written by one task, as one file (a small
+        micro-batch)."""
         if events is None and not dropped:
             return 0
         last = self._last.get(app_id)
@@ -127,6 +129,8 @@ class ChangeLog:
             parts.append(frame.select(*nulls, F.lit(None).cast(event_type(columns.values)).alias("x"), DROP))
             written += len(dropped)
         frame = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        if one_file:
+            frame = frame.coalesce(1)
         frame = frame.withColumn(BATCH, F.lit(batch_id).cast("long")).withColumn(APPEND, F.lit(f"{app_id}:{batch_id}"))
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("userMetadata", f"{app_id}:{batch_id}"))

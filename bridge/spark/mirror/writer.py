@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 
+from bridge.spark.core.batch_offsets import batch_ranges
 from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import Group, ValueFormat, counted, prepare
 from bridge.spark.core.kafka_ranges import KafkaRanges
@@ -49,6 +50,11 @@ log = structlog.get_logger(__name__)
 # most this many micro-batches, or about this many changes, behind the topics.
 COMPACT_EVERY_BATCHES = 10
 COMPACT_EVERY_CHANGES = 500_000
+# A micro-batch of at most this many records appends each table's changes as one file, by one
+# task: a task's fixed cost (its Kafka fetch, a Parquet file opened, written and committed)
+# outweighs its share of so few records, and every later read of the changelog (each view read,
+# the compaction) opens fewer files (docs/spark.md, "What a micro-batch costs").
+ONE_FILE_RECORDS = 10_000
 
 
 def _job_ids(spark: SparkSession) -> list[int]:
@@ -85,6 +91,7 @@ class MirrorWriter:
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
         self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
         self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
+        self._one_file = False  # the running micro-batch has at most ONE_FILE_RECORDS records
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -98,6 +105,9 @@ class MirrorWriter:
         if self.background is not None:
             self.background.raise_failure()
         last_job = max(_job_ids(spark), default=-1)
+        ranges = batch_ranges(batch)  # from the plan, no job (None: not known, the work spread as read)
+        self._one_file = ranges is not None and sum(
+            high - low for partitions in ranges.values() for low, high in partitions.values()) <= ONE_FILE_RECORDS
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
         # disk, instead of Delta's default of writing it to disk first.
@@ -178,7 +188,8 @@ class MirrorWriter:
         changelog = self._changes(table)
         before = changelog.commits
         # counted by the decoding (`json_groups`), else by the append's own job
-        appended = changelog.append(spark, columns, events, dropped, f"{app_id}:changes", batch_id, counted(groups))
+        appended = changelog.append(spark, columns, events, dropped, f"{app_id}:changes", batch_id, counted(groups),
+                                    one_file=self._one_file)
         self.commits += changelog.commits - before
         return appended
 
