@@ -23,7 +23,7 @@ committed meanwhile (a compaction beside the streaming query, or `cdc-bridge spa
 stay pending.
 
 Checkpoints: Delta writes one of a table's log every 10 commits, in the commit that reaches it,
-and an append paid it (1-1.5 s quiet, 5-20 s beside a compaction at load: the micro-batch's
+and an append paid it (1.3-4.4 s quiet, 5-20 s beside a compaction at load: the micro-batch's
 freshness). The changelog is created with a checkpoint interval of `CHECKPOINT_INTERVAL` instead,
 and the compaction, off the path of fresh data, checkpoints it once 10 commits have come since
 the last checkpoint (`checkpoint`), so readers replay as few commits as before.
