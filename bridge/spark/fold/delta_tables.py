@@ -59,6 +59,20 @@ def checkpoint(spark: SparkSession, path: str) -> None:
     delta_log.checkpoint(delta_log.update(False, none, none), none)
 
 
+def write_schema(spark: SparkSession, path: str, schema: T.StructType, exists: bool) -> None:
+    """Create the Delta table with `schema` and `TABLE_PROPERTIES` (a commit alone: an empty
+    DataFrame's write ran a Spark job too), or, `exists`, add the columns of `schema` it lacks."""
+    if exists:
+        spark.createDataFrame([], schema).write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+        return
+    from delta.tables import DeltaTable
+
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    for key, value in TABLE_PROPERTIES.items():
+        builder = builder.property(key, value)
+    builder.execute()
+
+
 def _metadata(column: ColumnShape) -> dict[str, Any]:
     return {"cdc.role": "key" if column.is_key else "value", "cdc.collection": column.collection or "",
             "cdc.elements": column.has_elements, "cdc.logical": column.logical or ""}

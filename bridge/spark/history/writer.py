@@ -48,7 +48,7 @@ from bridge.spark.core.kafka_ranges import KafkaRanges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped
 from bridge.spark.fold.batch_reader import BatchReader, Table
-from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, columns_from_delta, delta_schema, merge_actions, partitions
+from bridge.spark.fold.delta_tables import columns_from_delta, delta_schema, merge_actions, partitions, write_schema
 from bridge.spark.fold.frames import MirrorColumns, same_key
 from bridge.spark.fold.reference import HIDDEN
 from bridge.spark.fold.tombstones import TombstoneStore
@@ -351,13 +351,7 @@ class HistoryWriter:
 
     def _ensure_history(self, spark: SparkSession, path: str, columns: MirrorColumns, exists: bool) -> None:
         schema = history_schema(columns)
-        writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
-        if exists:
-            writer = writer.option("mergeSchema", "true")
-        else:
-            for key, value in TABLE_PROPERTIES.items():
-                writer = writer.option(key, value)
-        writer.save(path)
+        write_schema(spark, path, schema, exists)
         log.info("history table schema written", path=path, columns=[f.name for f in schema.fields])
 
 

@@ -37,7 +37,7 @@ from bridge.spark.core.kafka_ranges import KafkaRanges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped
 from bridge.spark.fold.batch_reader import BatchReader
-from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, columns_from_delta, delta_schema, list_folder
+from bridge.spark.fold.delta_tables import columns_from_delta, delta_schema, list_folder, write_schema
 from bridge.spark.fold.frames import MirrorColumns
 from bridge.spark.fold.reference import HIDDEN
 from bridge.spark.fold.tombstones import TombstoneStore, tombstone_path
@@ -242,18 +242,10 @@ class MirrorWriter:
         if exists:
             from delta.tables import DeltaTable
 
-            current = set(DeltaTable.forPath(spark, path).toDF().columns)
-            if {f.name for f in schema.fields} <= current:
+            if {f.name for f in schema.fields} <= set(DeltaTable.forPath(spark, path).toDF().columns):
                 return
-            writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
-            writer.option("mergeSchema", "true").save(path)
-            self.commits += 1
-        else:
-            writer = spark.createDataFrame([], schema).write.format("delta").mode("append")
-            for key, value in TABLE_PROPERTIES.items():
-                writer = writer.option(key, value)
-            writer.save(path)
-            self.commits += 1
+        write_schema(spark, path, schema, exists)
+        self.commits += 1
         log.info("mirror table schema written", path=path, columns=[f.name for f in schema.fields])
 
 
