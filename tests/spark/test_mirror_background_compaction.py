@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from bridge.spark.core.decode import Group, ValueFormat
 from bridge.spark.core.shape import TableShape
-from bridge.spark.fold.delta_tables import log_versions
+from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, log_versions
 from bridge.spark.mirror.changelog import CHECKPOINT_EVERY, CHECKPOINT_INTERVAL
 from bridge.spark.mirror.view import current_state
 from bridge.spark.mirror.writer import MirrorWriter
@@ -76,10 +76,12 @@ def test_compactions_beside_appends_lose_and_repeat_nothing(spark: Any, tmp_path
     expected = _expected(reference)
     assert _rows(current_state(spark, str(root), "ks", "t")) == expected, "the view"
     # The appends write no checkpoint of the changelog (Delta's interval set to 100, more commits
-    # than this test makes); the compactions write them.
+    # than this test makes); the compactions write them. The table has the mirror's properties.
     changelog = root / "_cdc_changes" / "ks" / "t"
     properties = spark.sql(f"DESCRIBE DETAIL delta.`{changelog}`").collect()[0]["properties"]
     assert properties.get("delta.checkpointInterval") == str(CHECKPOINT_INTERVAL)
+    table = spark.sql(f"DESCRIBE DETAIL delta.`{root / 'ks' / 't'}`").collect()[0]["properties"]
+    assert TABLE_PROPERTIES.items() <= table.items(), table  # deletion vectors for the compaction's MERGE
     latest, checkpointed = log_versions(spark, str(changelog))
     assert latest is not None and CHECKPOINT_EVERY <= latest < CHECKPOINT_INTERVAL and checkpointed is not None, \
         (latest, checkpointed)
