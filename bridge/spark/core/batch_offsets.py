@@ -52,3 +52,8 @@ def _source_rdd(plan: Any) -> Any:
             return None
         rdd = dependencies.apply(0).rdd()
     return rdd
+
+
+def offsets_in(ranges: dict[str, Ranges]) -> int:
+    """The offsets the ranges cover: their records, and the transaction markers between them."""
+    return sum(high - low for partitions in ranges.values() for low, high in partitions.values())

@@ -241,14 +241,21 @@ def json_groups(batch: DataFrame, advanced: bool = False, reread: KafkaRanges | 
             groups.append(Group(topic, "tombstone", members.where(F.col("value").isNull())
                                 .select(*_meta(), F.lit(None).alias("env")), records=group.records))
             continue
-        schema = _connect_schema(topic, group.first, group.prefix)
         members = members.where(F.col("value").isNotNull() if schemas[topic] == 1 else sid == group.sid)
-        # bytes of a binary value: the payload from after `,"payload":` to before the closing "}"
-        start = len(group.prefix.encode()) + len(PAYLOAD_KEY) + 1
-        payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
-        parsed = connect_group(topic, members, payload, schema, in_payload=False, advanced=advanced)
-        groups.append(replace(parsed, records=group.records, schema_prefix=group.prefix))
+        groups.append(prefixed_group(topic, members, group.prefix, group.first, advanced, group.records))
     return groups
+
+
+def prefixed_group(topic: str, members: DataFrame, prefix: str, first: dict[str, int], advanced: bool = False,
+                   records: int | None = None) -> Group:
+    """The group of `members`, whose values all start with `prefix` (the text before
+    `,"payload":`, `first` the record it was read from): each payload is parsed after it."""
+    schema = _connect_schema(topic, first, prefix)
+    # bytes of a binary value: the payload from after `,"payload":` to before the closing "}"
+    start = len(prefix.encode()) + len(PAYLOAD_KEY) + 1
+    payload = F.substring(F.col("value"), F.lit(start), F.length("value") - start).cast("string")
+    parsed = connect_group(topic, members, payload, schema, in_payload=False, advanced=advanced)
+    return replace(parsed, records=records, schema_prefix=prefix)
 
 
 @dataclass

@@ -32,11 +32,21 @@ class KafkaRanges:
     options: dict[str, str] = field(default_factory=dict)  # the Kafka source's reader options
 
     def read(self, spark: SparkSession, topic: str, ranges: Ranges) -> DataFrame:
-        if not ranges:
-            raise ValueError(f"topic {topic}: no offset range to read")
-        partitions = sorted(ranges)
+        return self.read_topics(spark, {topic: ranges})
+
+    def read_topics(self, spark: SparkSession, by_topic: dict[str, Ranges]) -> DataFrame:
+        """The records of each topic's offset ranges, in one frame."""
+        empty = sorted(topic for topic, ranges in by_topic.items() if not ranges)
+        if not by_topic or empty:
+            raise ValueError(f"topics {empty}: no offset range to read")
+        assign = {topic: sorted(ranges) for topic, ranges in by_topic.items()}
         return (spark.read.format("kafka").options(**self.options)
-                .option("assign", json.dumps({topic: partitions}))
-                .option("startingOffsets", json.dumps({topic: {str(p): ranges[p][0] for p in partitions}}))
-                .option("endingOffsets", json.dumps({topic: {str(p): ranges[p][1] for p in partitions}}))
+                .option("assign", json.dumps(assign))
+                .option("startingOffsets", json.dumps(_bounds(by_topic, 0)))
+                .option("endingOffsets", json.dumps(_bounds(by_topic, 1)))
                 .load())
+
+
+def _bounds(by_topic: dict[str, Ranges], end: int) -> dict[str, dict[str, int]]:
+    """Spark's `startingOffsets` (`end` 0) or `endingOffsets` (1) of the ranges."""
+    return {topic: {str(p): ranges[p][end] for p in sorted(ranges)} for topic, ranges in by_topic.items()}

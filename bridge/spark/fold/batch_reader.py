@@ -14,10 +14,11 @@ import orjson
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from bridge.spark.core.batch_offsets import offsets_in
 from bridge.spark.core.cdc_format import CdcFormat
-from bridge.spark.core.decode import SID, Group, ValueFormat, counted, decode, json_groups
+from bridge.spark.core.decode import SID, Group, ValueFormat, counted, decode
 from bridge.spark.core.errors import BadEnvelopeError
-from bridge.spark.core.kafka_ranges import KafkaRanges
+from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.known_schemas import KnownSchemas
 from bridge.spark.core.shape import ColumnShape
 from bridge.spark.fold.advanced import AdvancedEvents, GroupKey
@@ -32,28 +33,27 @@ class BatchReader:
     def __init__(self, value_format: ValueFormat, avro_decoder: Callable[[DataFrame], Iterator[Group]] | None,
                  cdc: CdcFormat, registry_url: str | None, reread: KafkaRanges | None = None) -> None:
         self.value_format, self.avro_decoder, self.cdc = value_format, avro_decoder, cdc
-        self.reread = reread  # JSON with schemas not persisted: a group reads its topic's offsets alone
         self._advanced = AdvancedEvents(cdc, value_format, registry_url) if cdc.advanced else None
         self._keys: dict[int, GroupKey] = {}  # per group of the micro-batch (id), advanced only
-        self.known = KnownSchemas(reread)  # JSON with schemas: each topic's schema, once it is known
-        self.records: int | None = None  # of the last micro-batch, when its groups were counted
+        self.known = KnownSchemas(reread, cdc.advanced)  # JSON with schemas: each topic's schema, once it is known
+        self.records: int | None = None  # of the last micro-batch, when known
 
-    def tables(self, batch: DataFrame) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
+    def tables(self, batch: DataFrame, ranges: dict[str, Ranges] | None
+               ) -> tuple[dict[Table, list[Group]], dict[Table, list[dict[str, Any]]]]:
         """The micro-batch's envelope groups and range / partition deletes, by table. `batch`: the
         frame of `decode.prepare` the caller persists, or, JSON with schemas only, the source's
         micro-batch itself, not persisted: each topic's records are then read once by the job that
-        writes them when every topic's schema is known (`known_schemas`; the records are not
-        counted), else the groups are found by a job first (`decode.json_groups`, which counts them)."""
+        writes them when the topic's schema is known (`known_schemas`, given the micro-batch's
+        offsets, `ranges`, which count its records), else the topic's groups are found by a job
+        first (`decode.json_groups`, which counts them)."""
         self._keys.clear()
         if self.value_format is ValueFormat.JSON_SCHEMAS and SID not in batch.columns:
-            found = self.known.groups(batch)
-            if found is None:
-                found = json_groups(batch, advanced=self.cdc.advanced, reread=self.reread)
-                self.known.learn(found)
-            groups = found
+            groups = self.known.groups(batch, ranges)
+            # by its offsets when known: a known topic's records are read by no job that counts them
+            self.records = offsets_in(ranges) if ranges is not None else counted(groups)
         else:
             groups = decode(batch, self.value_format, self.avro_decoder, advanced=self.cdc.advanced)
-        self.records = counted(groups)
+            self.records = counted(groups)
         tables: dict[Table, list[Group]] = defaultdict(list)
         for group in groups:
             if group.kind == "envelope":

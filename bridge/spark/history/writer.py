@@ -42,9 +42,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from bridge.spark.core.batch_offsets import batch_ranges
 from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import Group, ValueFormat, prepare
-from bridge.spark.core.kafka_ranges import KafkaRanges
+from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped
 from bridge.spark.fold.batch_reader import BatchReader, Table
@@ -136,18 +137,20 @@ class HistoryWriter:
         # JSON with schemas is read from the source by each table's changes (persisted once there,
         # `change_rows`), as the mirror reads it (`core.known_schemas`): persisting the micro-batch
         # first cost more than the reads (bench/README.md, the history's sections).
+        ranges = batch_ranges(batch)  # from the plan, no job (None: not known)
         cached = self.value_format is not ValueFormat.JSON_SCHEMAS
         if cached:
             batch = prepare(batch, self.value_format, payload_only=True).persist()
         try:
-            self.reader.known.retried(lambda: self._write_batch(spark, batch, batch_id))
+            self.reader.known.retried(lambda: self._write_batch(spark, batch, batch_id, ranges))
         finally:
             if cached:
                 batch.unpersist()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2))
 
-    def _write_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> None:
-        tables, dropped = self.reader.tables(batch)
+    def _write_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int,
+                     ranges: dict[str, Ranges] | None) -> None:
+        tables, dropped = self.reader.tables(batch, ranges)
         if self.reader.records is not None:  # Spark's numInputRows would count every read
             count_records(self.name, batch_id, self.reader.records)
         self._write_tables(spark, sorted(set(tables) | set(dropped)), tables, dropped, batch_id)

@@ -30,10 +30,10 @@ from typing import Any
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 
-from bridge.spark.core.batch_offsets import batch_ranges
+from bridge.spark.core.batch_offsets import batch_ranges, offsets_in
 from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import Group, ValueFormat, counted, prepare
-from bridge.spark.core.kafka_ranges import KafkaRanges
+from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped
 from bridge.spark.fold.batch_reader import BatchReader
@@ -91,7 +91,6 @@ class MirrorWriter:
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
         self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
         self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
-        self._one_file = False  # the running micro-batch has at most ONE_FILE_RECORDS records
 
     def path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/{keyspace}/{table}"
@@ -106,8 +105,7 @@ class MirrorWriter:
             self.background.raise_failure()
         last_job = max(_job_ids(spark), default=-1)
         ranges = batch_ranges(batch)  # from the plan, no job (None: not known, the work spread as read)
-        self._one_file = ranges is not None and sum(
-            high - low for partitions in ranges.values() for low, high in partitions.values()) <= ONE_FILE_RECORDS
+        one_file = ranges is not None and offsets_in(ranges) <= ONE_FILE_RECORDS
         spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")  # a map put twice in one change: the last
         # The MERGE keeps its folded source (about the batch's keys' rows) in memory, spilling to
         # disk, instead of Delta's default of writing it to disk first.
@@ -118,7 +116,7 @@ class MirrorWriter:
         if cached:
             batch = prepare(batch, self.value_format).persist()
         try:
-            commits = self._reader.known.retried(lambda: self._append_tables(spark, batch, batch_id))
+            commits = self._reader.known.retried(lambda: self._append_tables(spark, batch, batch_id, ranges, one_file))
         finally:
             if cached:
                 batch.unpersist()
@@ -132,20 +130,23 @@ class MirrorWriter:
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job), delta_commits=commits,
                  compacting=self.background is not None and self.background.running)
 
-    def _append_tables(self, spark: SparkSession, batch: DataFrame, batch_id: int) -> int:
-        """Append each table's changes of the micro-batch; returns the Delta commits made."""
-        tables, dropped = self._reader.tables(batch)
+    def _append_tables(self, spark: SparkSession, batch: DataFrame, batch_id: int, ranges: dict[str, Ranges] | None,
+                       one_file: bool) -> int:
+        """Append each table's changes of the micro-batch (`ranges`: its offsets, when known;
+        `one_file`: each table's as one file); returns the Delta commits made."""
+        tables, dropped = self._reader.tables(batch, ranges)
         records, first_commit = 0, self.commits
         for table in sorted(set(tables) | set(dropped)):
             started, last_job, before = time.monotonic(), max(_job_ids(spark), default=-1), self.commits
-            appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
+            appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id,
+                                   one_file=one_file)
             self._since += appended
             records += appended
             log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                      changes_appended=appended, spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job),
                      delta_commits=self.commits - before, seconds=round(time.monotonic() - started, 2))
         if self.value_format is ValueFormat.JSON_SCHEMAS:  # Spark's numInputRows counts no re-read topic
-            count_records(self.name, batch_id, self._reader.records if self._reader.records is not None else records)
+            count_records(self.name, batch_id, records if self._reader.records is None else self._reader.records)
         return self.commits - first_commit
 
     def apply(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
@@ -156,9 +157,9 @@ class MirrorWriter:
         return self.compact(spark, [table])
 
     def append(self, spark: SparkSession, table: tuple[str, str], groups: list[Group],
-               dropped: list[dict[str, Any]], batch_id: int) -> int:
-        """Append one table's changes of the micro-batch to its changelog (the mirror is not read);
-        returns the changes appended."""
+               dropped: list[dict[str, Any]], batch_id: int, *, one_file: bool = False) -> int:
+        """Append one table's changes of the micro-batch to its changelog (the mirror is not read),
+        `one_file`: as one file; returns the changes appended."""
         from delta.tables import DeltaTable
 
         path = self.path(*table)
@@ -189,7 +190,7 @@ class MirrorWriter:
         before = changelog.commits
         # counted by the decoding (`json_groups`), else by the append's own job
         appended = changelog.append(spark, columns, events, dropped, f"{app_id}:changes", batch_id, counted(groups),
-                                    one_file=self._one_file)
+                                    one_file=one_file)
         self.commits += changelog.commits - before
         return appended
 
