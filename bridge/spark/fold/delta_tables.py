@@ -6,6 +6,7 @@ the partitions of range / partition deletes, and the MERGE of folded rows (moved
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from bridge.spark.fold.reference import HIDDEN
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\..+)?\.parquet$")  # single-part, multi-part or v2
+_MARKED_MERGE = threading.Lock()  # one MERGE with an idempotent-write marker at a time (`merge_actions`)
 
 
 def list_folder(spark: SparkSession, path: str) -> list[tuple[str, bool]] | None:
@@ -119,18 +121,23 @@ def merge_actions(spark: SparkSession, target: Any, source: DataFrame, condition
     `condition`, carrying Delta's idempotent-write marker (`txnAppId`, `txnVersion`) when
     `app_id` is given: a version re-run after a restart commits nothing. Returns the rows
     updated, inserted or deleted."""
-    conf = spark.conf
-    if app_id is not None:
-        conf.set("spark.databricks.delta.write.txnAppId", app_id)
-        conf.set("spark.databricks.delta.write.txnVersion", str(version))
-    try:
-        metrics = (target.alias("t").merge(source.alias("s"), condition)
-                   .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
-                   .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=dict(assignments))
-                   .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=dict(assignments))
-                   .execute())
-    finally:
-        conf.unset("spark.databricks.delta.write.txnAppId")
-        conf.unset("spark.databricks.delta.write.txnVersion")
+    merge = (target.alias("t").merge(source.alias("s"), condition)
+             .whenMatchedDelete(condition=f"s.{ACTION} = 'delete'")
+             .whenMatchedUpdate(condition=f"s.{ACTION} = 'upsert'", set=dict(assignments))
+             .whenNotMatchedInsert(condition=f"s.{ACTION} = 'upsert'", values=dict(assignments)))
+    if app_id is None:
+        metrics = merge.execute()
+    else:
+        # A MERGE takes the marker from the session's conf, which every thread of the session
+        # shares: tables merged side by side would commit each other's marker.
+        conf = spark.conf
+        with _MARKED_MERGE:
+            conf.set("spark.databricks.delta.write.txnAppId", app_id)
+            conf.set("spark.databricks.delta.write.txnVersion", str(version))
+            try:
+                metrics = merge.execute()
+            finally:
+                conf.unset("spark.databricks.delta.write.txnAppId")
+                conf.unset("spark.databricks.delta.write.txnVersion")
     row = metrics.first() if metrics is not None else None
     return int(row["num_affected_rows"]) if row is not None else 0

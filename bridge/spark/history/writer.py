@@ -169,7 +169,7 @@ class HistoryWriter:
         from pyspark import inheritable_thread_target
 
         with ThreadPoolExecutor(max_workers=min(TABLES_AT_ONCE, len(order) or 1)) as pool:
-            for done in [pool.submit(inheritable_thread_target(write), table) for table in order]:
+            for done in [pool.submit(inheritable_thread_target(spark)(write), table) for table in order]:
                 done.result()  # the first failure fails the micro-batch; its re-run rewrites nothing twice
 
     def changes_path(self, keyspace: str, table: str) -> str:
