@@ -23,11 +23,14 @@ import fcntl
 import hashlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 SCALA = "2.13"
 _SQL_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -174,3 +177,18 @@ def query_scoped(spark: Any, name: str) -> str:
     (deleted, or another path under the same `--name`) numbers its micro-batches from 0 again,
     and under the name alone they were taken for the earlier checkpoint's and skipped unwritten."""
     return f"{name}:{spark.sparkContext.getLocalProperty('sql.streaming.queryId')}"
+
+
+TABLES_AT_ONCE = 2  # tables the mirror and the history write side by side (`side_by_side`)
+
+
+def side_by_side(spark: Any, work: Callable[[Item], Result], items: list[Item]) -> list[Result]:
+    """`work(item)` for each item, `TABLES_AT_ONCE` at a time: a table's many small Spark jobs and
+    Delta commits leave cores idle that another table's jobs use. Each thread inherits the calling
+    thread's local properties (`query_scoped` reads the query id from them); the first failure is
+    raised once every started item has ended."""
+    from pyspark import inheritable_thread_target
+
+    with ThreadPoolExecutor(max_workers=min(TABLES_AT_ONCE, len(items) or 1)) as pool:
+        started = [pool.submit(inheritable_thread_target(spark)(work), item) for item in items]
+        return [done.result() for done in started]

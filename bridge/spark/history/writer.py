@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
 
@@ -47,7 +46,7 @@ from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import Group, ValueFormat, prepare
 from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.progress import count_records
-from bridge.spark.core.session import query_scoped
+from bridge.spark.core.session import query_scoped, side_by_side
 from bridge.spark.fold.batch_reader import BatchReader, Table
 from bridge.spark.fold.delta_tables import columns_from_delta, delta_schema, merge_actions, partitions, write_schema
 from bridge.spark.fold.frames import MirrorColumns, same_key
@@ -80,7 +79,6 @@ from bridge.spark.history.arrow import (
 )
 
 log = structlog.get_logger(__name__)
-TABLES_AT_ONCE = 2  # tables of a micro-batch written side by side (`_write_tables`)
 KEEP_FOREVER = 2**62  # the history's range / partition deletes are never purged
 ACTION = "_cdc_action"
 BOOKKEEPING = (T.StructField(START_AT, T.TimestampType()), T.StructField(END_AT, T.TimestampType()),
@@ -157,20 +155,15 @@ class HistoryWriter:
 
     def _write_tables(self, spark: SparkSession, order: list[Table], tables: dict[Table, list[Group]],
                       dropped: dict[Table, list[dict[str, Any]]], batch_id: int) -> None:
-        """Each table's micro-batch, `TABLES_AT_ONCE` at a time: a table's many small Spark jobs and
-        Delta commits leave cores idle that another table's jobs use. Each thread inherits the
-        query thread's local properties (`query_scoped` reads the query id from them)."""
+        """Each table's micro-batch, tables side by side (`core.session.side_by_side`); the first
+        failure fails the micro-batch, whose re-run rewrites nothing twice."""
         def write(table: Table) -> None:
             started = time.monotonic()
             written = self.apply(spark, table, tables.get(table, []), dropped.get(table, []), batch_id)
             log.info("micro-batch history written", keyspace=table[0], table=table[1], batch_id=batch_id,
                      version_rows_written=written, seconds=round(time.monotonic() - started, 2))
 
-        from pyspark import inheritable_thread_target
-
-        with ThreadPoolExecutor(max_workers=min(TABLES_AT_ONCE, len(order) or 1)) as pool:
-            for done in [pool.submit(inheritable_thread_target(spark)(write), table) for table in order]:
-                done.result()  # the first failure fails the micro-batch; its re-run rewrites nothing twice
+        side_by_side(spark, write, order)
 
     def changes_path(self, keyspace: str, table: str) -> str:
         return f"{self.root}/_cdc_changes/{keyspace}/{table}"

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
 
@@ -36,7 +35,7 @@ from bridge.spark.core.cdc_format import CdcFormat
 from bridge.spark.core.decode import Group, ValueFormat, counted, prepare
 from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.progress import count_records
-from bridge.spark.core.session import query_scoped
+from bridge.spark.core.session import query_scoped, side_by_side
 from bridge.spark.fold.batch_reader import BatchReader
 from bridge.spark.fold.delta_tables import columns_from_delta, delta_schema, list_folder, write_schema
 from bridge.spark.fold.frames import MirrorColumns
@@ -56,7 +55,6 @@ COMPACT_EVERY_CHANGES = 500_000
 # outweighs its share of so few records, and every later read of the changelog (each view read,
 # the compaction) opens fewer files (docs/spark.md, "What a micro-batch costs").
 ONE_FILE_RECORDS = 10_000
-TABLES_AT_ONCE = 2  # tables compacted side by side (`MirrorWriter.compact`)
 
 
 def _job_ids(spark: SparkSession) -> list[int]:
@@ -199,18 +197,13 @@ class MirrorWriter:
     def compact(self, spark: SparkSession, tables: list[tuple[str, str]] | None = None, *,
                 latest: bool = False) -> int:
         """Fold the pending changes of `tables` (default: every table with a changelog under the
-        root) into the mirror, one MERGE per table (`mirror.compaction`), `TABLES_AT_ONCE` tables
-        at a time: a table's small jobs and commits leave cores idle that another table's jobs use;
-        returns the rows upserted or deleted. `latest`: beside appends (or another process's),
-        each changelog's version is taken first and the columns then read from the table, which
-        holds every column before a change of it is appended (this process's columns may be behind)."""
-        from pyspark import inheritable_thread_target
-
+        root) into the mirror, one MERGE per table (`mirror.compaction`), tables side by side
+        (`core.session.side_by_side`); returns the rows upserted or deleted. `latest`: beside
+        appends (or another process's), each changelog's version is taken first and the columns
+        then read from the table, which holds every column before a change of it is appended (this
+        process's columns may be behind)."""
         chosen = self.changelog_tables(spark) if tables is None else tables
-        with ThreadPoolExecutor(max_workers=min(TABLES_AT_ONCE, len(chosen) or 1)) as pool:
-            folded = [pool.submit(inheritable_thread_target(spark)(self._compact_table), spark, table, latest)
-                      for table in chosen]
-            total = sum(int(done.result()) for done in folded)
+        total = sum(side_by_side(spark, lambda table: self._compact_table(spark, table, latest), chosen))
         if tables is None and not latest:  # inline: in the query's thread, the counters are this one's
             self._since = self._pending_batches = 0
         return total
