@@ -19,7 +19,9 @@ last change applied, whether a stored row existed and whether anything changed. 
   element changes apply to the current value (sets, maps, list appends, UDT fields), `m` sets the
   marker, and the written cells and the position take the change's;
 - a covering range / partition delete (kind 1) at `ts`: cells and marker written at or before
-  `ts` go (a tombstone wins a tie).
+  `ts` go (a tombstone wins a tie), and so do the elements of a later-written collection that
+  were written at or before it (each element's time is kept, as the reference keeps it: in the
+  cell timestamps' `name[position]` entries when they differ from the cell's).
 
 This module imports no Spark: its function runs in the Python workers.
 """
@@ -109,6 +111,91 @@ def apply_elements(current: Any, added: Any, removed: Any, rule: ValueRule) -> A
     raise ValueError(f"column {rule.name}: element changes on a column that is not a collection or UDT")
 
 
+def element_keys(value: Any, rule: ValueRule) -> list[Any]:
+    """The key of each element of a collection (a set's element, a map's key, a list's position,
+    a UDT's field name), in the value's order: it finds the element's write time."""
+    kind = rule.collection
+    if kind == "set":
+        return [_freeze(v) for v in value]
+    if kind == "map":
+        return [_freeze(pair[0]) for pair in value]
+    if kind == "entries":
+        return [_freeze(entry["key"]) for entry in value]
+    if kind == "udt":
+        return [name for name in rule.fields if value.get(name) is not None]
+    return list(range(len(value)))
+
+
+def _labels(value: Any, rule: ValueRule) -> list[Any]:
+    # an element's entry in the cell timestamps: its position in the stored value, a UDT's field name
+    return element_keys(value, rule) if rule.collection in ("udt", "list") else list(range(len(value)))
+
+
+def _added_keys(current: Any, added: Any, rule: ValueRule) -> list[Any]:
+    if not added:
+        return []
+    kind = rule.collection
+    if kind == "set":
+        return [_freeze(v) for v in added]
+    if kind in ("map", "entries"):
+        return [_freeze(entry["key"]) for entry in added]
+    if kind == "udt":
+        return [name for name in rule.fields if added.get(name) is not None]
+    count = len(current or ())
+    return list(range(count, count + len(added)))
+
+
+def apply_timed(current: Any, times: dict[Any, int] | None, cell_ts: int | None, added: Any, removed: Any,
+                rule: ValueRule, ts: int) -> tuple[Any, dict[Any, int] | None]:
+    """`apply_elements` and the elements' write times after it (None: all of the cell's time)."""
+    value = apply_elements(current, added, removed, rule)
+    if value is None:
+        return None, None
+    known: dict[Any, int] = {} if times is None else dict(times)
+    if times is None and current is not None:
+        known = dict.fromkeys(element_keys(current, rule), cell_ts or 0)
+    known.update(dict.fromkeys(_added_keys(current, added, rule), ts))
+    return value, {key: known[key] for key in element_keys(value, rule)}
+
+
+def newer_elements(value: Any, times: dict[Any, int], ts: int, rule: ValueRule) -> tuple[Any, dict[Any, int] | None]:
+    """The collection without its elements written at or before `ts` (`value` itself when none
+    is), and the kept elements' times."""
+    keys = element_keys(value, rule)
+    keep = [times[key] > ts for key in keys]
+    if all(keep):
+        return value, times
+    if not any(keep):
+        return None, None
+    if rule.collection == "udt":
+        gone = {key for key, kept in zip(keys, keep, strict=True) if not kept}
+        return {name: None if name in gone else field for name, field in value.items()}, \
+            {key: times[key] for key in keys if key not in gone}
+    kept_values = [v for v, kept in zip(value, keep, strict=True) if kept]
+    kept_times = [times[key] for key, kept in zip(keys, keep, strict=True) if kept]
+    return kept_values, dict(zip(element_keys(kept_values, rule), kept_times, strict=True))
+
+
+def stored_times(value: Any, cells: dict[str, int], rule: ValueRule) -> dict[Any, int] | None:
+    """A stored collection's element times from its `name[label]` entries (None: it has none)."""
+    labels = [f"{rule.name}[{label}]" for label in _labels(value, rule)]
+    if not any(label in cells for label in labels):
+        return None
+    cell = cells.get(rule.name, 0)
+    return {key: cells.get(label, cell) for key, label in zip(element_keys(value, rule), labels, strict=True)}
+
+
+def _element_entries(value: Any, times: dict[Any, int] | None, cell_ts: int, rule: ValueRule) -> list[tuple[str, int]]:
+    """The cell timestamps' entries of a collection's elements (of its canonical `value`), when
+    they are not all the cell's time."""
+    if times is None:
+        return []
+    keys = element_keys(value, rule)
+    if all(times[key] == cell_ts for key in keys):
+        return []
+    return [(f"{rule.name}[{label}]", times[key]) for key, label in zip(keys, _labels(value, rule), strict=True)]
+
+
 def _canonical(value: Any, rule: ValueRule) -> Any:
     if value is None or not rule.ordered:
         return value
@@ -122,12 +209,15 @@ def _canonical(value: Any, rule: ValueRule) -> Any:
 class _Columns:
     """One Arrow batch's events as Python lists, one per field of the event struct."""
 
-    def __init__(self, events: Any, rules: Sequence[ValueRule]) -> None:
+    def __init__(self, events: Any, cells: Any, rules: Sequence[ValueRule]) -> None:
         names = [f.name for f in events.type]
         lists = dict(zip(names, (child.to_pylist() for child in events.flatten()), strict=True))
         self.ts, self.rank, self.off = lists["ts"], lists["rank"], lists["off"]
         self.kind, self.op, self.m, self.mts = lists["kind"], lists["op"], lists["m"], lists["mts"]
         self.pts, self.prk, self.poff = lists["pts"], lists["prk"], lists["poff"]
+        # a stored row's cell timestamps, element times included (read only when a column has elements)
+        has_elements = any(rule.has_elements for rule in rules)
+        self.cells = cells.to_pylist() if has_elements and cells is not None else [None] * len(self.ts)
         self.v = [lists[f"v{i}"] for i in range(len(rules))]
         self.c = [lists[f"c{i}"] for i in range(len(rules))]
         self.t = [lists[f"t{i}"] for i in range(len(rules))]
@@ -147,6 +237,7 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
     marker_ts = pts = prk = poff = None
     v: list[Any] = [None] * n
     t: list[Any] = [None] * n
+    et: list[dict[Any, int] | None] = [None] * n  # a collection's element times; None: all of `t[i]`
     for j in range(start, end):
         kind = cols.kind[j]
         if kind == STORED:
@@ -154,6 +245,7 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
             pts, prk, poff = cols.pts[j], cols.prk[j], cols.poff[j]
             v = [column[j] for column in cols.v]
             t = [column[j] for column in cols.t]
+            et = _stored_element_times(cols.cells[j], v, rules)
             continue
         ts = cols.ts[j]
         if kind == DELETE:  # a range / partition delete covering the key
@@ -161,9 +253,17 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
             if shadowed:
                 marker, marker_ts = False, None
             for i in range(n):
-                if v[i] is not None and (t[i] or 0) <= ts:
-                    v[i] = t[i] = None
+                if v[i] is None:
+                    continue
+                if (t[i] or 0) <= ts:
+                    v[i] = t[i] = et[i] = None
                     shadowed = True
+                elif (times := et[i]) is not None:  # written after `ts`: its elements older than `ts` go
+                    kept, times = newer_elements(v[i], times, ts, rules[i])
+                    if kept is not v[i]:
+                        v[i], et[i], shadowed = kept, times, True
+                        if kept is None:
+                            t[i] = None
             if shadowed:
                 changed = True
                 if not marker and all(value is None for value in v):
@@ -175,16 +275,17 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
         pts, prk, poff, changed = ts, rank, off, True
         if cols.op[j] == "d":
             marker, marker_ts = False, None
-            v, t = [None] * n, [None] * n
+            v, t, et = [None] * n, [None] * n, [None] * n
             continue
         if cols.m[j]:
             marker, marker_ts = True, ts
         for i, set_cells in enumerate(cols.c):
             if set_cells[j]:
-                v[i], t[i] = cols.v[i][j], ts
+                v[i], t[i], et[i] = cols.v[i][j], ts, None
         for i, elements, added, removed in cols.elements:
             if elements[j]:
-                v[i], t[i] = apply_elements(v[i], added[j], removed[j], rules[i]), ts
+                v[i], et[i] = apply_timed(v[i], et[i], t[i], added[j], removed[j], rules[i], ts)
+                t[i] = ts
     if not changed:
         return None
     if marker or any(value is not None for value in v):
@@ -193,10 +294,22 @@ def fold_key(cols: _Columns, start: int, end: int, rules: Sequence[ValueRule]) -
         action = "delete"
     else:
         return None
+    values = [_canonical(value, rule) for value, rule in zip(v, rules, strict=True)]
     cell_ts = [(ROW_MARKER, marker_ts)] if marker and marker_ts is not None else []
-    cell_ts += [(rule.name, t[i]) for i, rule in enumerate(rules) if v[i] is not None and t[i] is not None]
-    return marker, pts, prk, poff, cell_ts, [_canonical(value, rule) for value, rule in zip(v, rules, strict=True)], \
-        action
+    for i, rule in enumerate(rules):
+        if values[i] is not None and t[i] is not None:
+            cell_ts.append((rule.name, t[i]))
+            cell_ts += _element_entries(values[i], et[i], t[i], rule)
+    return marker, pts, prk, poff, cell_ts, values, action
+
+
+def _stored_element_times(cells: list[tuple[str, int]] | None, values: list[Any],
+                          rules: Sequence[ValueRule]) -> list[dict[Any, int] | None]:
+    if not cells or not any(name.endswith("]") for name, _ in cells):  # no element has its own time
+        return [None] * len(rules)
+    entries = dict(cells)
+    return [stored_times(value, entries, rule) if rule.has_elements and value is not None else None
+            for value, rule in zip(values, rules, strict=True)]
 
 
 def _boundaries(keys: list[tuple[Any, ...]]) -> list[int]:
@@ -206,8 +319,9 @@ def _boundaries(keys: list[tuple[Any, ...]]) -> list[int]:
 
 def fold_batches(key_names: Sequence[str], rules: Sequence[ValueRule],
                  marker: str, ts_us: str, offset: str, cell_ts: str, rank: str,
-                 action: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The `mapInArrow` function over a partition of (key columns, `x`) sorted by key and position:
+                 action: str, cells: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The `mapInArrow` function over a partition of (key columns, `x`, `cells`: a stored row's cell
+    timestamps) sorted by key and position:
     one row per key that changes (key columns, values, the bookkeeping columns named by the
     arguments, the action 'upsert' | 'delete'). A key's events may span two Arrow batches: the
     last key of a batch waits for the next."""
@@ -228,11 +342,11 @@ def fold_batches(key_names: Sequence[str], rules: Sequence[ValueRule],
             if not starts:
                 continue
             tail = batch.slice(starts[-1])
-            done = _fold(pa, batch.slice(0, starts[-1]), starts[:-1], key_names, rules, schema)
+            done = _fold(pa, batch.slice(0, starts[-1]), starts[:-1], key_names, rules, schema, cells)
             if done is not None:
                 yield done
         if tail is not None and schema is not None:
-            done = _fold(pa, tail, [0], key_names, rules, schema)
+            done = _fold(pa, tail, [0], key_names, rules, schema, cells)
             if done is not None:
                 yield done
 
@@ -251,11 +365,11 @@ def _schema(pa: Any, given: Any, key_names: list[str], rules: list[ValueRule], m
 
 
 def _fold(pa: Any, batch: Any, starts: list[int], key_names: list[str], rules: list[ValueRule],
-          schema: Any) -> Any:
+          schema: Any, cells: str) -> Any:
     """The folded rows of the keys starting at `starts` (the last runs to the batch's end)."""
     if not starts:
         return None
-    cols = _Columns(batch.column("x"), rules)
+    cols = _Columns(batch.column("x"), batch.column(cells), rules)
     ends = [*starts[1:], batch.num_rows]
     taken: list[int] = []
     rows: list[Folded] = []
@@ -268,11 +382,11 @@ def _fold(pa: Any, batch: Any, starts: list[int], key_names: list[str], rules: l
         return None
     indices = pa.array(taken, pa.int64())
     arrays = [batch.column(name).take(indices) for name in key_names]
-    markers, positions, ranks, offsets, cells, values, actions = zip(*rows, strict=True)
+    markers, positions, ranks, offsets, stamps, values, actions = zip(*rows, strict=True)
     columns = list(zip(*values, strict=True))
     n = len(key_names)
     arrays += [pa.array(list(columns[i]), schema.field(n + i).type) for i in range(len(rules))]
     arrays += [pa.array(list(markers), pa.bool_()), pa.array(list(positions), pa.int64()),
-               pa.array(list(offsets), pa.int64()), pa.array(list(cells), pa.map_(pa.string(), pa.int64())),
+               pa.array(list(offsets), pa.int64()), pa.array(list(stamps), pa.map_(pa.string(), pa.int64())),
                pa.array(list(ranks), pa.int32()), pa.array(list(actions), pa.string())]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -9,7 +9,9 @@ stored row (-1, first), data changes (0: `op`, `m` whether it sets the row marke
 column `i` the cell `v{i}` with `c{i}` telling "set" from "not touched", the element change
 `a{i}` / `r{i}` with `e{i}`), the range / partition deletes that cover the key (1, coverage
 decided before). A stored row also carries its marker's and cells' write timestamps (`mts`,
-`t{i}`) and its position (`pts`, `prk`, `poff`).
+`t{i}`) and its position (`pts`, `prk`, `poff`); its collections' element times, when they differ
+from their cell's, come beside the events, in the fold's input column `CELLS` (the stored
+`_cdc_cell_ts`; null for changes), so the changelog's events do not carry them.
 
 Values are in the Delta table's representation (Spark dates, timestamps and maps) throughout:
 changes are converted when the events are built (`data_event`), so stored rows need none.
@@ -39,6 +41,7 @@ from bridge.spark.fold.reference import (
 
 FIRST = -(2**63)  # the stored row sorts before every change
 ACTION = "_cdc_action"
+CELLS = "_cdc_cells"  # the fold's input beside `x`: a stored row's cell timestamps, element times included
 
 
 def elements_types(column: ColumnShape) -> tuple[T.DataType, T.DataType]:
@@ -103,6 +106,11 @@ def _normalise(value: Column, column: ColumnShape) -> Column:
     return value
 
 
+def stored_cells() -> Column:
+    """The stored row's cell timestamps as the fold's `CELLS` input (beside `stored_event`)."""
+    return F.col(f"`{CELL_TS}`").alias(CELLS)
+
+
 def stored_event(values: Sequence[ColumnShape]) -> Column:
     """The mirror's stored row (a Delta table row) as the first event of its key."""
     cell_ts = F.col(f"`{CELL_TS}`")
@@ -157,13 +165,15 @@ def result_type(parts: T.StructType, keys: Sequence[ColumnShape], values: Sequen
 
 def fold_rows(parts: DataFrame, keys: Sequence[ColumnShape], values: Sequence[ColumnShape]) -> DataFrame:
     """The MERGE source from every event of the keys to write (key columns and an `x` event:
-    stored rows, changes, covering deletes, in any order): one row per key that changes, with its
-    values, bookkeeping and `_cdc_action` ('upsert' | 'delete'). Each key's events are brought
-    together (a shuffle by key), sorted by position and folded in Python over Arrow."""
+    stored rows, changes, covering deletes, in any order; `CELLS` beside the stored rows): one row
+    per key that changes, with its values, bookkeeping and `_cdc_action` ('upsert' | 'delete').
+    Each key's events are brought together (a shuffle by key), sorted by position and folded in
+    Python over Arrow."""
     keyed = [F.col(f"`{c.name}`") for c in keys]
     x = F.col("x")
-    ordered = parts.select(*keyed, x).repartition(*keyed).sortWithinPartitions(
+    cells = F.col(CELLS) if CELLS in parts.columns else F.lit(None).cast(T.MapType(T.StringType(), T.LongType()))
+    ordered = parts.select(*keyed, x, cells.alias(CELLS)).repartition(*keyed).sortWithinPartitions(
         *keyed, x["ts"], x["rank"], x["off"])
     run = fold_batches([c.name for c in keys], [value_rule(c) for c in values],
-                       MARKER, TS_US, OFFSET, CELL_TS, RANK, ACTION)
+                       MARKER, TS_US, OFFSET, CELL_TS, RANK, ACTION, CELLS)
     return ordered.mapInArrow(run, result_type(parts.schema, keys, values))

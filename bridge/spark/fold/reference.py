@@ -30,7 +30,11 @@ Rules (docs/spark.md "Mirror semantics"):
 - every stored cell (and the row marker, under the key "") remembers the timestamp it was written
   at: a range / partition delete that arrives after newer writes of its rows (the dropped-changes
   topic is read beside the data topics, not in step with them) removes only what is older than
-  it, as in CQL where a tombstone shadows writes up to its own timestamp.
+  it, as in CQL where a tombstone shadows writes up to its own timestamp;
+- so does every element of a collection (a UDT's fields too), as ScyllaDB keeps a write time per
+  element: a cell's entry is its latest write, and when its elements were not all written then,
+  each has its own entry `name[position]` (a UDT's `name[field]`), the position in the stored
+  value. A delete between two element changes removes the older elements only.
 """
 
 from __future__ import annotations
@@ -125,11 +129,16 @@ def fold(spec: FoldSpec, stored: Mapping[str, Any] | None, events: Iterable[Mapp
             if cell is not None:
                 row[column.name] = _normalise(cell.get("value"), column)
                 written[column.name] = ts
+                _keep_element_times(row, column, written, None)
             elements = after.get(column.name + ELEMENTS) if column.has_elements else None
             if elements is not None:
+                times = element_times(row, column, written)
+                count = len(row[column.name] or ())
                 row[column.name], ignored = apply_elements(row[column.name], elements, column)
                 ignored_removals += ignored
+                times.update(dict.fromkeys(_added_keys(elements, column, count), ts))
                 written[column.name] = ts
+                _keep_element_times(row, column, written, times)
         row[CELL_TS] = written
         position = event_position
         row[TS_US], row[RANK], row[OFFSET] = position
@@ -147,16 +156,100 @@ def _shadow(spec: FoldSpec, row: dict[str, Any], ts: int) -> bool:
     written = dict(row.get(CELL_TS) or {})
     removed = False
     for column in spec.value_columns:
-        if row.get(column.name) is not None and written.get(column.name, 0) <= ts:
+        value = row.get(column.name)
+        if value is None:
+            continue
+        if written.get(column.name, 0) <= ts:
             row[column.name] = None
             written.pop(column.name, None)
+            _keep_element_times(row, column, written, None)
             removed = True
+        elif column.has_elements:  # written after `ts`: its elements older than `ts` go
+            kept, times = _newer_elements(value, column, element_times(row, column, written), ts)
+            if kept is not value:
+                row[column.name] = kept
+                if kept is None:
+                    written.pop(column.name, None)
+                _keep_element_times(row, column, written, times)
+                removed = True
     if row.get(MARKER) and written.get(ROW_MARKER, 0) <= ts:
         row[MARKER] = False
         written.pop(ROW_MARKER, None)
         removed = True
     row[CELL_TS] = written
     return removed
+
+
+def element_label(name: str, label: int | str) -> str:
+    """The entry in CELL_TS of one element's write time: its position in the stored value (a
+    UDT: its field name) after the column's name."""
+    return f"{name}[{label}]"
+
+
+def _element_keys(value: Any, column: ValueColumn) -> list[tuple[int | str, Any]]:
+    """(label, key) of each element of a stored collection: the key finds its write time as
+    element changes come (a set's element, a map's key, a UDT field's name, a list's position)."""
+    if column.collection == "udt":
+        return [(name, name) for name, field_value in value.items() if field_value is not None]
+    if column.collection == "map":
+        return [(k, _hashable(entry["key"])) for k, entry in enumerate(value)]
+    if column.collection == "set":
+        return [(k, _hashable(element)) for k, element in enumerate(value)]
+    return [(k, k) for k in range(len(value))]
+
+
+def element_times(row: Mapping[str, Any], column: ValueColumn, written: Mapping[str, int]) -> dict[Any, int]:
+    """Each element's write time by its key: its own entry, else the cell's (all were written then)."""
+    value = row.get(column.name)
+    if value is None or not column.has_elements:
+        return {}
+    cell = written.get(column.name, 0)
+    return {key: written.get(element_label(column.name, label), cell) for label, key in _element_keys(value, column)}
+
+
+def _added_keys(elements: Mapping[str, Any], column: ValueColumn, count: int) -> list[Any]:
+    """The keys an element change writes; list appends go after the `count` elements there were."""
+    added = elements.get("added")
+    if not added:
+        return []
+    if column.collection == "udt":
+        return [name for name, value in added.items() if value is not None]
+    if column.collection == "map":
+        return [_hashable(entry["key"]) for entry in added]
+    if column.collection == "set":
+        return [_hashable(element) for element in added]
+    return list(range(count, count + len(added)))
+
+
+def _keep_element_times(row: Mapping[str, Any], column: ValueColumn, written: dict[str, int],
+                        times: Mapping[Any, int] | None) -> None:
+    """Write the column's element entries anew from `times` (None: all were written with the
+    cell), only when they are not all the cell's own time."""
+    prefix = column.name + "["
+    for name in [name for name in written if name.startswith(prefix)]:
+        del written[name]
+    value = row.get(column.name)
+    if times is None or value is None:
+        return
+    labelled = [(label, times[key]) for label, key in _element_keys(value, column)]
+    if any(ts != written[column.name] for _, ts in labelled):
+        written.update({element_label(column.name, label): ts for label, ts in labelled})
+
+
+def _newer_elements(value: Any, column: ValueColumn, times: dict[Any, int], ts: int) -> tuple[Any, dict[Any, int]]:
+    """The collection without its elements written at or before `ts` (`value` itself when none
+    is), and the kept elements' times (a list's by their new positions)."""
+    keys = _element_keys(value, column)
+    kept = {key for _, key in keys if times[key] > ts}
+    if len(kept) == len(keys):
+        return value, times
+    if column.collection == "udt":
+        fields = {name: (field if name in kept else None) for name, field in value.items()}
+        return (fields if kept else None), {key: times[key] for key in kept}
+    elements = [element for element, (_, key) in zip(value, keys, strict=True) if key in kept]
+    if column.collection == "list":
+        return (elements or None), {k: times[key] for k, key in enumerate(sorted(kept))}
+    return (elements or None), {key: times[key] for key in kept}
 
 
 def _exists(spec: FoldSpec, row: Mapping[str, Any]) -> bool:

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bridge.spark.fold.delta_tables import merge_actions, partitions
-from bridge.spark.fold.events import fold_rows, stored_event
+from bridge.spark.fold.events import fold_rows, stored_cells, stored_event
 from bridge.spark.fold.frames import MirrorColumns, same_key
 from bridge.spark.fold.reference import HIDDEN
 from bridge.spark.fold.tombstones import TombstoneStore
@@ -64,13 +64,15 @@ def merge_source(spark: SparkSession, stored: DataFrame, store: TombstoneStore, 
         touched.append(rows)
     if not touched:
         return None
-    initial = reduce(DataFrame.unionByName, touched).select(*keyed, stored_event(columns.values).alias("x"))
+    initial = reduce(DataFrame.unionByName, touched).select(*keyed, stored_event(columns.values).alias("x"),
+                                                            stored_cells())
     parts = [initial] if events is None else [events, initial]
     deletes = store.covering(spark, reduce(DataFrame.unionByName, [p.select(*keyed) for p in parts]).distinct(),
                              columns, partition_keys)
     if deletes is not None:
         parts.append(deletes)
-    return fold_rows(reduce(DataFrame.unionByName, parts), columns.keys, columns.values)
+    return fold_rows(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts),
+                     columns.keys, columns.values)
 
 
 def compact(spark: SparkSession, path: str, columns: MirrorColumns, changes: ChangeLog,

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from bridge.spark.fold.arrow_fold import DATA, DELETE, STORED, fold_batches
-from bridge.spark.fold.events import ACTION, FIRST, event_type, value_rule
+from bridge.spark.fold.events import ACTION, CELLS, FIRST, event_type, value_rule
 from bridge.spark.fold.frames import MirrorColumns
 from bridge.spark.fold.reference import CELL_TS, MARKER, OFFSET, RANK, ROW_MARKER, TS_US, fold, in_range, rank
 from tests.unit.spark.mirror_changes import COLUMNS, Key, MicroBatch, ReferenceMirror, Workload, data_events
@@ -29,7 +29,9 @@ from tests.unit.spark.mirror_changes import COLUMNS, Key, MicroBatch, ReferenceM
 MIRROR = MirrorColumns(COLUMNS)
 KEYS, VALUES = MIRROR.keys, MIRROR.values
 SCHEMA = to_arrow_schema(T.StructType([*(T.StructField(c.name, c.spark_type) for c in KEYS),
-                                       T.StructField("x", event_type(VALUES))]), timezone="UTC")
+                                       T.StructField("x", event_type(VALUES)),
+                                       T.StructField(CELLS, T.MapType(T.StringType(), T.LongType()))]),
+                         timezone="UTC")
 EPOCH = datetime.date(1970, 1, 1)
 SEEDS = 200
 
@@ -82,8 +84,10 @@ def _events(batch: MicroBatch, touched: set[Key], stored: dict[Key, dict[str, An
     changes = data_events(batch.changes)
     rows = []
     for key in touched:
-        xs = [_stored_event(stored[key])] if key in stored else []
-        xs += [_data_event(event, key) for event in changes.get(key, [])]
+        if key in stored:
+            rows.append({"pk": key[0], "ck": key[1], "x": _stored_event(stored[key]),
+                         CELLS: list(stored[key][CELL_TS].items())})
+        xs = [_data_event(event, key) for event in changes.get(key, [])]
         xs += [{"ts": d["ts"], "rank": rank(d), "off": d["offset"], "kind": DELETE}
                for d in deletes if in_range(MIRROR.fold_spec(), {"pk": key[0], "ck": key[1]}, d)]
         rows += [{"pk": key[0], "ck": key[1], "x": x} for x in xs]
@@ -110,12 +114,13 @@ def _connect(row: dict[str, Any]) -> dict[str, Any]:
 
 def _reference_cell_ts(row: dict[str, Any]) -> dict[str, int]:
     # the reference keeps the timestamps of cells set to null too; the mirror those of values
+    # (an element's entry, `name[label]`, is kept with its collection)
     return {name: ts for name, ts in row[CELL_TS].items()
-            if (row[MARKER] if name == ROW_MARKER else row[name] is not None)}
+            if (row[MARKER] if name == ROW_MARKER else row[name.split("[")[0]] is not None)}
 
 
 RUN = fold_batches([c.name for c in KEYS], [value_rule(c) for c in VALUES], MARKER, TS_US, OFFSET, CELL_TS, RANK,
-                   ACTION)
+                   ACTION, CELLS)
 
 
 def _check_seed(seed: int, seen: Counter[str]) -> None:
@@ -143,6 +148,7 @@ def _check_seed(seed: int, seen: Counter[str]) -> None:
         assert not differing, f"seed {seed}, batch {batch_id}: (arrow, reference) {differing}"
         cells = {k: (row[CELL_TS], _reference_cell_ts(reference.rows[k])) for k, row in stored.items()}
         assert all(a == b for a, b in cells.values()), f"seed {seed}, batch {batch_id}: cell timestamps {cells}"
+        seen["element times"] += sum(1 for row in stored.values() if any("[" in name for name in row[CELL_TS]))
         seen["snapshot positions"] += sum(1 for row in stored.values() if row[RANK] == 1)
         seen["static rows"] += sum(1 for k in stored if k[1] is None)
 
@@ -151,9 +157,10 @@ def test_the_arrow_fold_equals_the_reference_fold_over_many_seeds() -> None:
     seen: Counter[str] = Counter()
     for seed in range(SEEDS):
         _check_seed(seed, seen)
-    # every rule had its cases: rows deleted, positions of snapshot rows, static rows, split keys
+    # every rule had its cases: rows deleted, positions of snapshot rows, static rows, split keys,
+    # collections whose elements were written at different times
     assert all(seen[name] > 50 for name in ("upsert", "delete", "snapshot positions", "static rows",
-                                            "keys across batches")), seen
+                                            "keys across batches", "element times")), seen
 
 
 def test_a_row_a_covering_delete_empties_forgets_its_position() -> None:
@@ -172,5 +179,6 @@ def test_a_row_a_covering_delete_empties_forgets_its_position() -> None:
     key = (1, None)
     rows = [{"pk": 1, "ck": None, "x": x} for x in (
         _stored_event(stored), {"ts": 133, "rank": rank(delete), "off": 54, "kind": DELETE}, _data_event(change, key))]
+    rows[0][CELLS] = list(stored[CELL_TS].items())
     got = [row for out in RUN(iter([pa.RecordBatch.from_pylist(rows, schema=SCHEMA)])) for row in out.to_pylist()]
     assert [(r[ACTION], r["v"], r[TS_US]) for r in got] == [("upsert", 7, 134)]

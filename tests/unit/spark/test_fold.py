@@ -152,6 +152,103 @@ def test_a_late_range_delete_removes_only_the_cells_older_than_it() -> None:
     assert again.action == "none"
 
 
+def test_a_late_delete_removes_the_older_elements_of_a_later_written_collection() -> None:
+    """ScyllaDB keeps a write time per element: a delete at 30 that arrives after an element change
+    at 40 removes the elements written before it and keeps those written after. (Found over the
+    bench's 1M backlog: tags [bluefox] at 597, a partition delete at 637, bluecod added at 660; the
+    mirror held [bluecod, bluefox] when the delete was folded in a later compaction.)"""
+    insert = change("c", 20, 1, s={"value": [1, 5]}, m={"value": [{"key": 1, "value": "a"}]},
+                    u={"value": {"a": 1, "b": 2}}, l={"value": [10]})
+    elements = change("u", 40, 2, s__elements={"added": [3], "removed": None},
+                      m__elements={"added": [{"key": 2, "value": "b"}], "removed": None},
+                      u__elements={"added": {"a": 7, "b": None}, "removed": []},
+                      l__elements={"added": [{"key": "t", "value": 11}], "removed": None})
+    delete = dropped("partition_delete", 30)
+    first = fold(SPEC, None, [insert])
+    assert first.row is not None
+    second = fold(SPEC, first.row, [elements])
+    assert second.row is not None and second.row["s"] == [1, 3, 5]
+    assert {name: second.row[CELL_TS][name] for name in ("s", "s[0]", "s[1]", "s[2]")} == {
+        "s": 40, "s[0]": 20, "s[1]": 40, "s[2]": 20}
+    late = fold(SPEC, second.row, [delete])
+    assert late.row is not None
+    assert (late.row["s"], late.row["m"], late.row["u"], late.row["l"]) == (
+        [3], [{"key": 2, "value": "b"}], {"a": 7, "b": None}, [11])
+    assert late.row[MARKER] is False
+    together = fold(SPEC, None, [insert, elements, delete])
+    assert together.row is not None and _visible(late.row) == _visible(together.row)
+    assert fold(SPEC, late.row, [delete]).action == "none"
+
+
+def _visible(row: dict[str, Any]) -> dict[str, Any]:
+    """What a reader sees of the row: its values (a UDT's null fields as absent) and marker."""
+    seen = {name: row[name] for name in VISIBLE}
+    if seen["u"] is not None:
+        seen["u"] = {name: value for name, value in seen["u"].items() if value is not None}
+    return seen
+
+
+def _random_cell(rng: random.Random, name: str, offset: int) -> tuple[Any, dict[str, Any] | None]:
+    """A whole value of column `name` and an element change of it (None for `v`)."""
+    if name == "v":
+        return rng.choice([None, 1, 2]), None
+    if name == "l":
+        return [rng.randrange(9)], {"added": [{"key": f"k{offset}", "value": rng.randrange(9)}], "removed": None}
+    if name == "s":
+        return [rng.randrange(4)], {"added": [rng.randrange(4)], "removed": [rng.randrange(4)]}
+    if name == "m":
+        return ([{"key": rng.randrange(3), "value": "w"}],
+                {"added": [{"key": rng.randrange(3), "value": f"x{offset}"}], "removed": [rng.randrange(3)]})
+    return {"a": rng.randrange(3), "b": None}, {"added": {"a": None, "b": f"y{offset}"},
+                                                 "removed": rng.choice([[], ["a"]])}
+
+
+def _stream_with_deletes(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Changes of row (1, 1) in timestamp order (element changes of every collection kind, whole
+    cells, inserts, row deletes) and partition / range deletes covering it at random times."""
+    changes: list[dict[str, Any]] = []
+    ts, op = 10, "c"
+    for offset in range(16):
+        # a write at a row delete's time, folded after it, would bring the row back: the known
+        # limitation of a late older change of a deleted row (docs/spark.md), not this test's
+        ts += rng.choice([1, 3]) if op == "d" else rng.choice([0, 1, 3])
+        op = rng.choices(["c", "u", "d"], [2, 8, 1])[0]
+        cells: dict[str, Any] = {}
+        for name in rng.sample(["l", "s", "m", "u", "v"], rng.randrange(1, 3)):
+            whole, elements = _random_cell(rng, name, offset)
+            cells.update({name: {"value": whole}} if elements is None or rng.random() < 0.3 else
+                         {name + "__elements": elements})
+        changes.append(change(op, ts, offset, **cells))
+    deletes = [dropped(rng.choice(["partition_delete", "range_delete"]), rng.randrange(10, ts + 2),
+                       {"ck": 0}, {"ck": rng.choice([None, 1])}) for _ in range(rng.randrange(1, 4))]
+    return changes, [{**d, "offset": 100 + i} for i, d in enumerate(deletes)]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_deletes_anywhere_in_the_topic_end_where_one_fold_of_everything_ends(seed: int) -> None:
+    """The dropped-changes topic is read beside the data topic, not in step with it: each delete is
+    delivered at a random place in the topic (after newer changes, or before older ones), the topic
+    cut into random micro-batches, each folded with the deletes delivered so far (as the mirror's
+    tombstone store gives them back). The row ends as one fold of everything leaves it."""
+    rng = random.Random(seed)
+    changes, deletes = _stream_with_deletes(rng)
+    truth = fold(SPEC, None, changes + deletes)
+    topic: list[dict[str, Any]] = changes[:]
+    for delete in deletes:
+        topic.insert(rng.randrange(len(topic) + 1), delete)
+    state: dict[str, Any] | None = None
+    delivered: list[dict[str, Any]] = []
+    while topic:
+        cut = rng.randrange(1, len(topic) + 1)
+        batch, topic = topic[:cut], topic[cut:]
+        delivered += [event for event in batch if "kind" in event]
+        result = fold(SPEC, state, [event for event in batch if "kind" not in event] + delivered)
+        state = state if result.action == "none" else result.row
+    assert (state is None) == (truth.row is None), seed
+    if state is not None and truth.row is not None:
+        assert _visible(state) == _visible(truth.row), seed
+
+
 def test_older_writes_arriving_after_a_stored_range_delete_stay_deleted() -> None:
     """The data topic lags: the stored delete at 30 is folded with the late writes at 20 and 25."""
     late = [change("c", 20, 4, v={"value": 1}), change("u", 25, 5, s={"value": [3]})]
