@@ -128,7 +128,7 @@ def element_keys(value: Any, rule: ValueRule) -> list[Any]:
 
 def _labels(value: Any, rule: ValueRule) -> list[Any]:
     # an element's entry in the cell timestamps: its position in the stored value, a UDT's field name
-    return element_keys(value, rule) if rule.collection in ("udt", "list") else list(range(len(value)))
+    return element_keys(value, rule) if rule.collection == "udt" else list(range(len(value)))
 
 
 def _added_keys(current: Any, added: Any, rule: ValueRule) -> list[Any]:
