@@ -54,6 +54,8 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
                         "bridge.spark.mirror.view.current_state")
     mirror.add_argument("--compact-every-changes", type=int, metavar="M", help="... or once M changes are "
                         "pending (default 500000)")
+    mirror.add_argument("--compact-after-seconds", type=_seconds, metavar="S", help="... or, running continuously, "
+                        "once changes have been pending S seconds, with or without new micro-batches (default 60)")
     mirror.set_defaults(handler=_mirror)
     compact = jobs.add_parser("compact", help="fold the mirror's pending changes into its Delta tables now",
                               description="Fold each changelog PATH/_cdc_changes/<keyspace>/<table> into "
@@ -91,6 +93,17 @@ def add_jobs(jobs: Any, default_master: str | None) -> None:
     packages.add_argument("--fetch", action="store_true", help="download them into the Ivy cache now (once; "
                           "a later start is then offline)")
     packages.set_defaults(handler=_packages)
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0, refused at the flag (before a Spark session costs ~10 s)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text!r}")
+    return seconds
 
 
 def _common(parser: argparse.ArgumentParser, default_master: str | None) -> None:
@@ -178,7 +191,7 @@ def _mirror(args: argparse.Namespace) -> int:
     from bridge.spark.runner import run_mirror
 
     return run_mirror(_job(args), delta_root=args.delta, compact_every_batches=args.compact_every_batches,
-                      compact_every_changes=args.compact_every_changes)
+                      compact_every_changes=args.compact_every_changes, compact_after_s=args.compact_after_seconds)
 
 
 def _compact(args: argparse.Namespace) -> int:

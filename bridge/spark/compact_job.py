@@ -1,5 +1,6 @@
 """`cdc-bridge spark compact`: fold the mirror's pending changes into its Delta tables, as a
-maintenance job beside (or instead of) the streaming mirror's own compactions.
+maintenance job beside (or instead of) the streaming mirror's own compactions, two tables at a
+time as the mirror's own (`core.session.side_by_side`).
 
 It folds one version of each changelog and removes exactly what it folded
 (`mirror.changelog.ChangeLog.clear`), so a mirror appending meanwhile loses nothing. Two
@@ -27,7 +28,7 @@ ATTEMPTS = 5
 def run_compact(root: str, tables: list[str], master: str | None, spark_log: Path | None, verbose: bool) -> int:
     """Compact `tables` (`keyspace.table`; default: every table with a changelog under `root`)."""
     from bridge.spark.core.decode import ValueFormat
-    from bridge.spark.core.session import build_session
+    from bridge.spark.core.session import build_session, side_by_side
     from bridge.spark.mirror.writer import MirrorWriter
     from bridge.spark.runner import spark_log_file
 
@@ -48,7 +49,7 @@ def run_compact(root: str, tables: list[str], master: str | None, spark_log: Pat
             print(f"error: --table: no mirror changelog under {root} for {', '.join(missing)}", file=sys.stderr)
             return 2
         started = time.monotonic()
-        changed = sum(_compact_table(spark, writer, table) for table in chosen or found)
+        changed = sum(side_by_side(spark, lambda table: _compact_table(spark, writer, table), chosen or found))
         log.info("compaction done", tables=len(chosen or found), rows_changed=changed,
                  seconds=round(time.monotonic() - started, 2))
     finally:

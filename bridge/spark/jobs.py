@@ -42,7 +42,13 @@ from bridge.spark.flatten.kafka_tasks import (
     flatten_partition,
     produce_partition,
 )
-from bridge.spark.mirror.writer import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES, MirrorQuery, MirrorWriter
+from bridge.spark.mirror.writer import (
+    COMPACT_AFTER_SECONDS,
+    COMPACT_EVERY_BATCHES,
+    COMPACT_EVERY_CHANGES,
+    MirrorQuery,
+    MirrorWriter,
+)
 
 log = structlog.get_logger(__name__)
 DEFAULT_COMMIT_TOPIC = "cdc-bridge-spark-commits"
@@ -339,7 +345,8 @@ def folding_source(spark: SparkSession, source: SourceOptions) -> SourceOptions:
 
 def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *, delta_root: str,
                  compact_every_batches: int = COMPACT_EVERY_BATCHES,
-                 compact_every_changes: int = COMPACT_EVERY_CHANGES) -> Any:
+                 compact_every_changes: int = COMPACT_EVERY_CHANGES,
+                 compact_after_s: float = COMPACT_AFTER_SECONDS) -> Any:
     """The mirror's query; with `available_now`, its `awaitTermination` compacts every table at
     the end of the run (`MirrorQuery`)."""
     problem = source.cdc.mirror_problem()
@@ -347,10 +354,13 @@ def start_mirror(spark: SparkSession, source: SourceOptions, run: RunOptions, *,
         raise SparkJobError(problem)
     if compact_every_batches < 1 or compact_every_changes < 1:
         raise SparkJobError("--compact-every-batches / --compact-every-changes: must be at least 1")
+    if not compact_after_s > 0:
+        raise SparkJobError(f"--compact-after-seconds: must be more than 0, not {compact_after_s}")
     name = run.job_name("mirror")
     source = folding_source(spark, source)
     writer = MirrorWriter(delta_root, name, source.value_format, avro_decoder(source), source.cdc,
                           source.registry_url, compact_every_batches, compact_every_changes,
-                          KafkaRanges(kafka_options(source)), None if run.available_now else spark)
+                          KafkaRanges(kafka_options(source)), None if run.available_now else spark,
+                          compact_after_s)
     return MirrorQuery(start(spark, read_stream(spark, source), writer, run, name), writer, spark,
                        compact_at_end=run.available_now)

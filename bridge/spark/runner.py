@@ -68,16 +68,17 @@ def run_flatten(job: JobRequest, *, options: Sequence[str], topic_rule: str | No
 
 
 def run_mirror(job: JobRequest, *, delta_root: str, compact_every_batches: int | None = None,
-               compact_every_changes: int | None = None) -> int:
+               compact_every_changes: int | None = None, compact_after_s: float | None = None) -> int:
     from bridge.spark.jobs import start_mirror
-    from bridge.spark.mirror.writer import COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES
+    from bridge.spark.mirror.writer import COMPACT_AFTER_SECONDS, COMPACT_EVERY_BATCHES, COMPACT_EVERY_CHANGES
 
     def start(spark: Any, source: Any, run: Any) -> Any:
         return start_mirror(spark, source, run, delta_root=delta_root,
                             compact_every_batches=COMPACT_EVERY_BATCHES if compact_every_batches is None
                             else compact_every_batches,
                             compact_every_changes=COMPACT_EVERY_CHANGES if compact_every_changes is None
-                            else compact_every_changes)
+                            else compact_every_changes,
+                            compact_after_s=COMPACT_AFTER_SECONDS if compact_after_s is None else compact_after_s)
 
     def refuse_what_mirror_cannot_rebuild(source: Any) -> None:  # before a Spark session costs ~10 s
         problem = source.cdc.mirror_problem()

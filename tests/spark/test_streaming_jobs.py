@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bridge_devstack.stack.layout import Endpoints
-from tests.spark.jobs import assert_console_is_ours, wait_settled
+from tests.spark.jobs import assert_console_is_ours, start_job, wait_settled, wait_until
 from tests.spark.pipeline import (
     FLATTEN_ARGS,
     Pipeline,
@@ -56,6 +56,28 @@ def assert_one_file_per_append(spark: Any, delta: Path) -> None:
         appends = DeltaTable.forPath(spark, str(changelog)).history().where("operation = 'WRITE'").collect()
         files = [int(row["operationMetrics"]["numFiles"]) for row in appends]
         assert files and set(files) == {1}, (changelog.name, files)
+
+
+@pytest.mark.timeout(1200)
+def test_a_continuous_mirror_compacts_changes_pending_too_long_without_new_input(
+        pipeline: Pipeline, spark: Any, cassandra_session: Any) -> None:
+    """Compaction by age (issue 41): a continuously running mirror whose micro-batch count never
+    calls for a compaction (`--compact-every-batches 1000`) folds its changes once they have been
+    pending `--compact-after-seconds`, although no micro-batch comes after them (Spark runs none
+    without new input): the Delta table read alone then equals the base tables, with nothing left
+    pending. (Without the clock the table would stay empty until 1000 more micro-batches.)"""
+    wait_settled(pipeline.stack.kafka_bootstrap, pipeline.topics)
+    delta = pipeline.folder / "mirror-by-age"
+    job = start_job(["mirror", "--delta", str(delta), "--config", str(pipeline.config), "--name",
+                     f"{pipeline.name}-by-age", "--compact-every-batches", "1000", "--compact-after-seconds", "5"],
+                    pipeline.folder, pipeline.folder / "by-age-checkpoint")
+    pipeline.jobs.append(job)
+    wait_until(lambda: "background compaction done" in job.log_path.read_text(errors="replace"), 900,
+               "a compaction of the changes pending 5 s", job)
+    job.kill()
+    log = job.log_path.read_text(errors="replace")
+    assert "compaction started: changes pending" in log
+    assert_mirror_equals_base_tables(pipeline, spark, cassandra_session, delta)
 
 
 @pytest.mark.timeout(2400)

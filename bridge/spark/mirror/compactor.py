@@ -27,14 +27,30 @@ class BackgroundCompaction:
         self._compact = compact
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._stopped = threading.Event()
+
+    def tick(self, every_s: float, check: Callable[[], None]) -> None:
+        """Call `check` every `every_s` seconds in a daemon thread until `stop`: Spark runs no
+        micro-batch without new input, so a bound on how long changes stay pending needs a clock
+        of its own."""
+        def run() -> None:
+            while not self._stopped.wait(every_s):
+                check()
+
+        threading.Thread(target=run, name="mirror-compaction-clock", daemon=True).start()
+
+    def stop(self) -> None:
+        """No compaction is started by the clock from now on (one running goes on to its end)."""
+        self._stopped.set()
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> bool:
-        """Start a compaction unless one is running; returns whether it started."""
-        if self.running:
+        """Start a compaction unless one is running (or the clock was stopped); returns whether it
+        started."""
+        if self.running or self._stopped.is_set():
             return False
         # A plain thread, not pyspark's InheritableThread: the compaction's jobs must not join the
         # streaming query's job group (they would be counted as the micro-batch's, and cancelled

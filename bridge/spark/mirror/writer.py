@@ -4,8 +4,9 @@ merge-on-read.
 Each micro-batch (`foreachBatch`) turns its changes into typed events (`fold.frames`) and
 appends them, with its range / partition deletes, to each table's changelog (`mirror.changelog`)
 without reading the mirror, so its cost follows the micro-batch, not the table. Every
-`compact_every_batches` micro-batches, or once `compact_every_changes` changes are pending, and
-at the end of an `--available-now` run, a compaction (`mirror.compaction`; in a continuously
+`compact_every_batches` micro-batches, or once `compact_every_changes` changes are pending, or
+(running continuously) once changes have been pending `compact_after_s` seconds, and at the end
+of an `--available-now` run, a compaction (`mirror.compaction`; in a continuously
 running query in a thread beside the appends, `mirror.compactor`) folds each table's
 pending changes with the stored rows they touch and the stored deletes covering them
 (`fold.tombstones`; the fold is `fold.events`'s, the semantics of the reference
@@ -22,6 +23,7 @@ table.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import reduce
@@ -50,6 +52,9 @@ log = structlog.get_logger(__name__)
 # most this many micro-batches, or about this many changes, behind the topics.
 COMPACT_EVERY_BATCHES = 10
 COMPACT_EVERY_CHANGES = 500_000
+# ... and, running continuously, at most this many seconds behind once changes are pending, when
+# micro-batches come too seldom for the counts above (Spark runs none without new input).
+COMPACT_AFTER_SECONDS = 60.0
 # A micro-batch of at most this many records appends each table's changes as one file, by one
 # task: a task's fixed cost (its Kafka fetch, a Parquet file opened, written and committed)
 # outweighs its share of so few records, and every later read of the changelog (each view read,
@@ -71,15 +76,21 @@ class MirrorWriter:
                  avro_decoder: Callable[[DataFrame], Iterator[Group]] | None = None, cdc: CdcFormat | None = None,
                  registry_url: str | None = None, compact_every_batches: int = COMPACT_EVERY_BATCHES,
                  compact_every_changes: int = COMPACT_EVERY_CHANGES, reread: KafkaRanges | None = None,
-                 spark: SparkSession | None = None) -> None:
+                 spark: SparkSession | None = None, compact_after_s: float = COMPACT_AFTER_SECONDS) -> None:
         """`spark`: compact in a thread beside the appends with that session (a continuously
-        running query), else inline, between two micro-batches."""
+        running query), also once changes have been pending `compact_after_s` seconds; else
+        inline, between two micro-batches."""
         self.root = root.rstrip("/")
         self.compact_every_batches = compact_every_batches
         self.compact_every_changes = compact_every_changes
+        self.compact_after_s = compact_after_s
         self._changelogs: dict[str, ChangeLog] = {}
-        self._since = 0  # changes appended since this process's last compaction
-        self._pending_batches = 0  # micro-batches appended since then
+        # what this process appended since its last compaction began: changes, micro-batches, and
+        # when the first append was (the query's thread counts, the compaction clock's resets)
+        self._counts = threading.Lock()
+        self._since = 0
+        self._pending_batches = 0
+        self._pending_since: float | None = None
         self.name = name
         self.value_format = value_format
         self.avro_decoder = avro_decoder
@@ -90,6 +101,8 @@ class MirrorWriter:
         # schemas are read from Kafka by their topic's offsets, not with every topic's records.
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
         self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
+        if self.background is not None:
+            self.background.tick(min(1.0, compact_after_s), self._compact_if_pending_too_long)
         self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
 
     def path(self, keyspace: str, table: str) -> str:
@@ -120,15 +133,34 @@ class MirrorWriter:
         finally:
             if cached:
                 batch.unpersist()
-        self._pending_batches += 1
-        if self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes:
+        with self._counts:
+            self._pending_batches += 1
+            if commits and self._pending_since is None:
+                self._pending_since = time.monotonic()
+            due = self._pending_batches >= self.compact_every_batches or self._since >= self.compact_every_changes
+        if due:
             if self.background is None:
                 self.compact(spark)
-            elif self.background.start():
-                self._since = self._pending_batches = 0  # counted again from what the compaction leaves
+            else:
+                self._start_background()
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job), delta_commits=commits,
                  compacting=self.background is not None and self.background.running)
+
+    def _start_background(self) -> bool:
+        with self._counts:
+            if self.background is None or not self.background.start():
+                return False
+            # counted again from what the compaction leaves
+            self._since = self._pending_batches = 0
+            self._pending_since = None
+            return True
+
+    def _compact_if_pending_too_long(self) -> None:
+        """The compaction clock's check: changes pending `compact_after_s` seconds are compacted."""
+        since = self._pending_since
+        if since is not None and time.monotonic() - since >= self.compact_after_s and self._start_background():
+            log.info("compaction started: changes pending", seconds=round(time.monotonic() - since, 1))
 
     def _append_tables(self, spark: SparkSession, batch: DataFrame, batch_id: int, ranges: dict[str, Ranges] | None,
                        one_file: bool) -> int:
@@ -140,7 +172,8 @@ class MirrorWriter:
             started, last_job, before = time.monotonic(), max(_job_ids(spark), default=-1), self.commits
             appended = self.append(spark, table, tables.get(table, []), dropped.get(table, []), batch_id,
                                    one_file=one_file)
-            self._since += appended
+            with self._counts:
+                self._since += appended
             records += appended
             log.info("micro-batch mirrored", keyspace=table[0], table=table[1], batch_id=batch_id,
                      changes_appended=appended, spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job),
@@ -205,7 +238,9 @@ class MirrorWriter:
         chosen = self.changelog_tables(spark) if tables is None else tables
         total = sum(side_by_side(spark, lambda table: self._compact_table(spark, table, latest), chosen))
         if tables is None and not latest:  # inline: in the query's thread, the counters are this one's
-            self._since = self._pending_batches = 0
+            with self._counts:
+                self._since = self._pending_batches = 0
+                self._pending_since = None
         return total
 
     def _compact_table(self, spark: SparkSession, table: tuple[str, str], latest: bool) -> int:
@@ -267,11 +302,17 @@ class MirrorQuery:
     def awaitTermination(self, timeout: float | None = None) -> bool | None:
         ended = self._query.awaitTermination() if timeout is None else self._query.awaitTermination(timeout)
         if ended is not False and self._writer.background is not None:
+            self._writer.background.stop()
             self._writer.background.wait()  # a compaction begun meanwhile ends before the process does
         if ended is not False and self._compact_at_end and self._query.exception() is None:
             self._compact_at_end = False
             self._writer.compact(self._spark)
         return ended  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        if self._writer.background is not None:
+            self._writer.background.stop()
+        self._query.stop()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._query, name)
