@@ -44,6 +44,10 @@ _SQL_CONF = {
     "spark.kafka.consumer.cache.evictorThreadRunInterval": "5s",
     "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
     "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "5s",
+    # A job's tasks wait behind every queued task of an earlier job under FIFO; under FAIR, jobs in
+    # another pool (the mirror's background compaction, `mirror.writer.COMPACTION_POOL`) share the
+    # cores with them task by task, so a micro-batch beside a compaction gets a core when one frees.
+    "spark.scheduler.mode": "FAIR",
 }
 # Local mode: few partitions (2 cores), no UI, Delta's log replay in few tasks. Adaptive query
 # execution off: on micro-batches this small it only adds jobs (each shuffle stage its own) and

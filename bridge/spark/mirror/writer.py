@@ -55,6 +55,8 @@ COMPACT_EVERY_CHANGES = 500_000
 # ... and, running continuously, at most this many seconds behind once changes are pending, when
 # micro-batches come too seldom for the counts above (Spark runs none without new input).
 COMPACT_AFTER_SECONDS = 60.0
+# The Spark scheduler pool of the compaction beside the appends (core.session runs FAIR scheduling)
+COMPACTION_POOL = "compaction"
 # A micro-batch of at most this many records appends each table's changes as one file, by one
 # task: a task's fixed cost (its Kafka fetch, a Parquet file opened, written and committed)
 # outweighs its share of so few records, and every later read of the changelog (each view read,
@@ -100,7 +102,7 @@ class MirrorWriter:
         # `reread`: the source's options, so that each table's changes of a micro-batch of JSON with
         # schemas are read from Kafka by their topic's offsets, not with every topic's records.
         self._reader = BatchReader(value_format, avro_decoder, self.cdc, registry_url, reread)
-        self.background = None if spark is None else BackgroundCompaction(lambda: self.compact(spark, latest=True))
+        self.background = None if spark is None else BackgroundCompaction(lambda: self._compact_beside(spark))
         if self.background is not None:
             self.background.tick(min(1.0, compact_after_s), self._compact_if_pending_too_long)
         self.commits = 0  # Delta commits of the appends (tables, changelogs, tombstones) so far
@@ -146,6 +148,12 @@ class MirrorWriter:
         log.info("micro-batch done", batch_id=batch_id, seconds=round(time.monotonic() - started, 2),
                  spark_jobs=sum(1 for job in _job_ids(spark) if job > last_job), delta_commits=commits,
                  compacting=self.background is not None and self.background.running)
+
+    def _compact_beside(self, spark: SparkSession) -> int:
+        """The background compaction, its jobs in their own pool: the query's jobs share the cores
+        with it task by task instead of waiting for its queued tasks."""
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", COMPACTION_POOL)
+        return self.compact(spark, latest=True)
 
     def _start_background(self) -> bool:
         with self._counts:
