@@ -32,8 +32,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.spark.fold.reference import ROW_MARKER, element_label
+
 STORED, DATA, DELETE = -1, 0, 1
-ROW_MARKER = ""  # the marker's entry in the cell timestamps (bridge.spark.fold.reference.ROW_MARKER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +179,7 @@ def newer_elements(value: Any, times: dict[Any, int], ts: int, rule: ValueRule) 
 
 def stored_times(value: Any, cells: dict[str, int], rule: ValueRule) -> dict[Any, int] | None:
     """A stored collection's element times from its `name[label]` entries (None: it has none)."""
-    labels = [f"{rule.name}[{label}]" for label in _labels(value, rule)]
+    labels = [element_label(rule.name, label) for label in _labels(value, rule)]
     if not any(label in cells for label in labels):
         return None
     cell = cells.get(rule.name, 0)
@@ -193,7 +194,8 @@ def _element_entries(value: Any, times: dict[Any, int] | None, cell_ts: int, rul
     keys = element_keys(value, rule)
     if all(times[key] == cell_ts for key in keys):
         return []
-    return [(f"{rule.name}[{label}]", times[key]) for key, label in zip(keys, _labels(value, rule), strict=True)]
+    labels = _labels(value, rule)
+    return [(element_label(rule.name, label), times[key]) for key, label in zip(keys, labels, strict=True)]
 
 
 def _canonical(value: Any, rule: ValueRule) -> Any:

@@ -40,7 +40,7 @@ class BackgroundCompaction:
         threading.Thread(target=run, name="mirror-compaction-clock", daemon=True).start()
 
     def stop(self) -> None:
-        """No compaction is started by the clock from now on (one running goes on to its end)."""
+        """No compaction starts from now on, by the clock or by `start` (one running goes on to its end)."""
         self._stopped.set()
 
     @property
