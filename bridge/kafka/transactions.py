@@ -38,6 +38,7 @@ _GROUP_FENCED = frozenset({KafkaError.FENCED_INSTANCE_ID, KafkaError.ILLEGAL_GEN
                            KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS})
 # How long past its own timeout a transactional call may block before the producer is given up.
 _GRACE_S = 5.0
+_SERVE_EVERY_S = 0.5  # callbacks served while a transactional call blocks
 T = TypeVar("T")
 
 
@@ -150,7 +151,14 @@ class TransactionalProducer:
 
         thread = threading.Thread(target=run, name="kafka-transaction-call", daemon=True)
         thread.start()
-        thread.join(timeout_s + _GRACE_S)
+        end = time.monotonic() + timeout_s + _GRACE_S
+        while True:
+            thread.join(_SERVE_EVERY_S)
+            if not thread.is_alive() or time.monotonic() >= end:
+                break
+            # The call may block for its whole timeout: meanwhile the statistics that tell /readyz
+            # Kafka is out of reach are only delivered by polling.
+            self._producer.poll(0)
         if thread.is_alive():
             self._stuck = True
             self._reset()

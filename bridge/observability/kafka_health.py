@@ -3,14 +3,16 @@ state, once per `statistics.interval.ms`) and its "all brokers down" error.
 
 A client is connected while at least one of its broker connections is UP; Kafka counts as
 reachable while no client reports otherwise. The callbacks run inside the clients' poll calls
-on the worker's main thread (and inside a producer flush, so a commit blocked on a dead broker
-still reports). Give these settings only to clients that are polled all the time: an unpolled
+on the worker's main thread: in its loop, inside a producer flush, and while a transactional
+call blocks on another thread (`TransactionalProducer._bounded`), so a commit blocked on a dead
+broker still reports. Give these settings only to clients that are polled all the time: an unpolled
 client would queue a statistics event every interval forever.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +41,8 @@ class KafkaConnectivity:
         self._clock = clock
         self._clients: dict[str, tuple[bool, float]] = {}  # name -> (a broker connection up, reported at)
         self.reachable = True
+        # Callbacks also run on the thread of a blocked transactional call (its own flush).
+        self._lock = threading.Lock()
 
     def client_settings(self) -> dict[str, Any]:
         """librdkafka settings to merge into a client's configuration."""
@@ -46,10 +50,11 @@ class KafkaConnectivity:
 
     def on_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._ALL_BROKERS_DOWN:
-            now = self._clock()
-            for name in self._clients:
-                self._clients[name] = (False, now)
-            self._update(False, f"kafka unreachable: {error.str()}")
+            with self._lock:
+                now = self._clock()
+                for name in self._clients:
+                    self._clients[name] = (False, now)
+                self._update(False, f"kafka unreachable: {error.str()}")
         elif error.code() not in _CONNECTION_ERRORS:
             log.warning("kafka client error", error=error.str(), fatal=error.fatal())
 
@@ -59,16 +64,17 @@ class KafkaConnectivity:
         except ValueError:
             return
         name = str(stats.get("name", "?"))
-        now = self._clock()
-        self._clients[name] = (brokers_up(stats), now)
-        # A client that stopped reporting was closed (a replaced producer): it no longer counts.
-        stale = now - _STALE_INTERVALS * self._interval_ms / 1000
-        self._clients = {n: state for n, state in self._clients.items() if state[1] >= stale}
-        down = sorted(n for n, (up, _) in self._clients.items() if not up)
-        if down:
-            self._update(False, f"kafka unreachable: no broker connection up ({', '.join(down)})")
-        else:
-            self._update(True, "kafka reachable")
+        with self._lock:
+            now = self._clock()
+            self._clients[name] = (brokers_up(stats), now)
+            # A client that stopped reporting was closed (a replaced producer): it no longer counts.
+            stale = now - _STALE_INTERVALS * self._interval_ms / 1000
+            self._clients = {n: state for n, state in self._clients.items() if state[1] >= stale}
+            down = sorted(n for n, (up, _) in self._clients.items() if not up)
+            if down:
+                self._update(False, f"kafka unreachable: no broker connection up ({', '.join(down)})")
+            else:
+                self._update(True, "kafka reachable")
 
     def _update(self, reachable: bool, reason: str) -> None:
         if reachable != self.reachable:
