@@ -43,6 +43,7 @@ from bridge.scylla.groups import GroupId
 from bridge.scylla.positions import Position
 
 log = structlog.get_logger(__name__)
+_CATCH_UP_REPORT_S = 10.0  # how often a catch-up still behind says where it stands
 CORRUPT_KINDS = ("key", "group_key", "value")
 # A report's reader (`offsets show`, `status`, the REST offsets): how long the broker may hold a
 # fetch that finds no new records. The default 500 ms is a fetch's long poll, right for a worker
@@ -136,8 +137,10 @@ class OffsetsTopic:
         (`cdc-bridge status`, `offsets show`, `snapshot status`): a worker SIGKILLed a moment ago
         leaves its transaction open until its successor fences it or the broker aborts it, 10-20 s
         later, and a report need not wait for that."""
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         ends = self._ends(deadline, committed_only)
+        next_report = started + _CATCH_UP_REPORT_S
         while True:
             # Where the reader stands first: a reader already at the end (one kept warm between
             # reports, bridge/control/rest/backend.py) does not wait out a consume's timeout.
@@ -145,10 +148,16 @@ class OffsetsTopic:
             behind = [tp.partition for tp in positions if _behind(tp.offset, *ends[tp.partition])]
             if not behind:
                 return
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise KafkaUnavailableError(
                     f"offsets topic {self.topic} not read to its end in {timeout_s:.0f} s (partitions {behind})"
                 )
+            if now >= next_report:  # a long wait (an open transaction, a leader not yet known) shows
+                next_report = now + _CATCH_UP_REPORT_S
+                log.info("reading the offsets topic to its end", topic=self.topic, waited_s=round(now - started),
+                         behind={tp.partition: [tp.offset, ends[tp.partition][1]] for tp in positions
+                                 if tp.partition in behind})
             # consume() returns at 10,000 records or its timeout, whichever is first: a short one,
             # so a report's few records are not held for it
             for message in self._consumer.consume(10_000, timeout=0.02):

@@ -55,8 +55,10 @@ def explain(text: str) -> str:
 
 def _root_cause(text: str) -> str:
     """The most telling line of a Spark failure: a Python task's own exception line, else the last
-    `Caused by:`, else the first line; without Spark's error-class prefix."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    `Caused by:`, else the first line; without Spark's error-class prefix. py4j puts the Java
+    exception of a failed call on the line after "An error occurred while calling o1.m.", after
+    ": "."""
+    lines = [line.strip().removeprefix(": ") for line in text.splitlines() if line.strip()]
     python = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)
               and not line.startswith(("org.apache.spark", "py4j", "java.lang.Thread"))]
     caused = [line[len("Caused by: "):] for line in lines if line.startswith("Caused by: ")]

@@ -85,3 +85,11 @@ def test_a_micro_batch_whose_records_were_counted_shows_them_not_spark_s_reads()
     assert (describe(progress)["rows"], describe(progress)["rows"]) == (100, 500)  # told once, then Spark's
     count_records("mirror-x", 3, 100)
     assert describe(progress)["rows_per_s"] == 50.0
+
+
+def test_a_failed_jvm_call_names_the_java_exception_not_py4j_s_line() -> None:
+    """py4j's text of a failed call (CI once printed only its first line, which names no cause)."""
+    text = ("An error occurred while calling o4885.delete.\n"
+            ": java.lang.IllegalStateException: a thing went wrong\n"
+            "\tat org.apache.spark.sql.delta.commands.DeleteCommand.run(DeleteCommand.scala:1)\n")
+    assert explain(text) == "the streaming query failed: java.lang.IllegalStateException: a thing went wrong"
