@@ -156,7 +156,10 @@ def one_record_batches(endpoints: Any, documented: list[str], topic: str, work: 
     def feed() -> bool:
         nonlocal sent
         events = events_of(log)
-        if any(e.get("event") == "query started" for e in events) and len(mirrored()) >= sent:
+        # Sent once the first micro-batch is done: it fixes where `latest` starts, and a change
+        # sent before that is never read (the bench then waited out its timeout).
+        started = any(e.get("event") == "micro-batch done" and "rows" in e for e in events)
+        if started and len(mirrored()) >= sent:
             if sent == len(changes):
                 return True
             change = changes[sent]
