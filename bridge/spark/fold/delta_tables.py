@@ -53,34 +53,6 @@ def log_versions(spark: SparkSession, path: str) -> tuple[int | None, int | None
             max((int(m.group(1)) for name in names if (m := CHECKPOINT_FILE.match(name))), default=None))
 
 
-def appended_partitions(spark: SparkSession, path: str, after: int, upto: int, column: str) -> set[str] | None:
-    """The values of the partition `column` of the files the Delta table's commits `after` + 1 to
-    `upto` added, when those commits only added files; None when one removed a file, changed the
-    table's metadata or protocol, or cannot be read (its log cleaned up). Read from the commit
-    files on the driver: no Spark job, no state of the table rebuilt."""
-    context: Any = spark.sparkContext
-    jvm = context._jvm  # noqa: SLF001
-    config = context._jsc.hadoopConfiguration()  # noqa: SLF001
-    added: set[str] = set()
-    for version in range(after + 1, upto + 1):
-        commit = jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/_delta_log/{version:020d}.json")
-        try:
-            stream = commit.getFileSystem(config).open(commit)
-            try:
-                text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
-            finally:
-                stream.close()
-        except Exception:  # py4j's error: the commit file is gone (log retention)
-            return None
-        for line in text.splitlines():
-            action = orjson.loads(line) if line.strip() else {}
-            if action.keys() & {"remove", "metaData", "protocol"}:
-                return None
-            if "add" in action:
-                added.add(str((action["add"].get("partitionValues") or {}).get(column)))
-    return added
-
-
 def checkpoint(spark: SparkSession, path: str) -> None:
     """Write a checkpoint of the Delta table's latest version (Delta's API has none in Python)."""
     jvm: Any = spark.sparkContext._jvm  # noqa: SLF001

@@ -32,7 +32,6 @@ the last checkpoint (`checkpoint`), so readers replay as few commits as before.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,17 +167,13 @@ class ChangeLog:
         checkpoint(spark, self.path)
         return True
 
-    def pending(self, spark: SparkSession, columns: MirrorColumns, version: int | None = None,
-                batches: Collection[int] | None = None) -> Pending | None:
-        """The changes not yet folded, as of `version` (default: the latest), None when there are
-        none; with `batches`, only those of these `_cdc_batch` values (Delta reads their folders alone)."""
+    def pending(self, spark: SparkSession, columns: MirrorColumns, version: int | None = None) -> Pending | None:
+        """The changes not yet folded, as of `version` (default: the latest), None when there are none."""
         if version is None:
             version = self.version(spark)
             if version is None:
                 return None
         frame = spark.read.format("delta").option("versionAsOf", version).load(self.path)
-        if batches is not None:
-            frame = frame.where(F.col(BATCH).isin(sorted(batches)))
         if APPEND not in frame.columns:
             frame = frame.withColumn(APPEND, F.lit(None).cast("string"))
         # one job over three small columns: the appends held, the range / partition deletes' keys,

@@ -14,17 +14,17 @@ folded rows: no listing, no fold.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bridge.spark.fold.delta_tables import appended_partitions, columns_from_delta, latest_version
+from bridge.spark.fold.delta_tables import columns_from_delta, latest_version
 from bridge.spark.fold.events import ACTION
 from bridge.spark.fold.frames import MirrorColumns, same_key
 from bridge.spark.fold.tombstones import TombstoneStore, tombstone_path
-from bridge.spark.mirror.changelog import BATCH, ChangeLog, changes_path
+from bridge.spark.mirror.changelog import ChangeLog, changes_path
 from bridge.spark.mirror.compaction import BROADCAST_KEYS, merge_source
 
 log = structlog.get_logger(__name__)
@@ -39,8 +39,6 @@ class FoldedPending:
     table_version: int
     source: DataFrame | None
     small: bool  # few enough pending changes to broadcast their keys
-    batches: frozenset[int] | None  # the changelog's `_cdc_batch` values folded (None: some unknown)
-    changes: int = 0  # the data changes folded
 
 
 _folded: dict[tuple[str, str], FoldedPending] = {}  # per (Spark application, table path): the last read's
@@ -64,97 +62,37 @@ def current_state(spark: SparkSession, root: str, keyspace: str, table: str, *,
     rows = stored
     if version is not None and table_version is not None:
         folded = _folded_pending(spark, root, (keyspace, table), stored, columns, changes, version, table_version)
-        rows = _with_folded(stored, folded, columns, upserts_only=True)
+        if folded.source is not None:
+            names = columns.key_names
+            keys = folded.source.select(*[F.col(f"`{n}`") for n in names])
+            kept = stored.join(F.broadcast(keys) if folded.small else keys, same_key(stored, keys, names), "left_anti")
+            rows = kept.unionByName(folded.source.where(F.col(ACTION) == "upsert").drop(ACTION))
     if bookkeeping:
         return rows
     return rows.select(*[F.col(f"`{c.name}`") for c in columns.columns])
 
 
-def _with_folded(stored: DataFrame, folded: FoldedPending, columns: MirrorColumns, *,
-                 upserts_only: bool) -> DataFrame:
-    """The stored rows with the folded ones in place of those of their keys (with bookkeeping);
-    `upserts_only`: without the rows folded to a delete."""
-    if folded.source is None:
-        return stored
-    names = columns.key_names
-    keys = folded.source.select(*[F.col(f"`{n}`") for n in names])
-    kept = stored.join(F.broadcast(keys) if folded.small else keys, same_key(stored, keys, names), "left_anti")
-    source = folded.source.where(F.col(ACTION) == "upsert") if upserts_only else folded.source
-    return kept.unionByName(source.drop(ACTION))
-
-
 def _folded_pending(spark: SparkSession, root: str, table: tuple[str, str], stored: DataFrame,
                     columns: MirrorColumns, changes: ChangeLog, version: int, table_version: int) -> FoldedPending:
     """The pending changes of the changelog's `version` folded onto the table's `table_version`:
-    this session's last read's when it folded the same versions; that read's with the changes
-    appended since folded onto it, when only appends came since."""
+    this session's last read's when it folded the same versions."""
     cache_key = (spark.sparkContext.applicationId, f"{root}/{table[0]}/{table[1]}")
     with _folded_lock:
         last = _folded.get(cache_key)
     if last is not None and (last.changelog_version, last.table_version) == (version, table_version):
         log.debug("mirror view folded", table=cache_key[1], how="unchanged", changelog_version=version)
         return last
-    how = "appended changes"
-    folded = None
-    if last is not None and last.table_version == table_version and last.changelog_version < version:
-        folded = _fold_appended(spark, root, table, stored, columns, changes, last, version)
-    if folded is None:
-        how = "every pending change"
-        folded = _fold_all(spark, root, table, stored, columns, changes, version, table_version)
+    pending = changes.pending(spark, columns, version)
+    source, small = None, True
+    if pending is not None:
+        store = TombstoneStore(tombstone_path(root, *table))
+        partition_keys = store.partition_keys(spark, pending.dropped)
+        small = pending.changes <= BROADCAST_KEYS
+        source = merge_source(spark, stored, store, pending.events, pending.dropped, columns, partition_keys, small)
+        if source is not None:
+            source = source.localCheckpoint()  # folded once, read by both sides of the union
+    folded = FoldedPending(version, table_version, source, small)
     with _folded_lock:
         _folded[cache_key] = folded
-    log.debug("mirror view folded", table=cache_key[1], how=how, changelog_version=version)
+    log.debug("mirror view folded", table=cache_key[1], how="every pending change", changelog_version=version)
     return folded
-
-
-def _fold_all(spark: SparkSession, root: str, table: tuple[str, str], stored: DataFrame,
-              columns: MirrorColumns, changes: ChangeLog, version: int, table_version: int) -> FoldedPending:
-    pending = changes.pending(spark, columns, version)
-    if pending is None:
-        return FoldedPending(version, table_version, None, True, frozenset())
-    store = TombstoneStore(tombstone_path(root, *table))
-    partition_keys = store.partition_keys(spark, pending.dropped)
-    small = pending.changes <= BROADCAST_KEYS
-    source = merge_source(spark, stored, store, pending.events, pending.dropped, columns, partition_keys, small)
-    if source is not None:
-        source = source.localCheckpoint()  # folded once, read by both sides of the union
-    return FoldedPending(version, table_version, source, small,
-                         frozenset(pending.batches) if pending.batches else None, pending.changes)
-
-
-def _fold_appended(spark: SparkSession, root: str, table: tuple[str, str], stored: DataFrame,
-                   columns: MirrorColumns, changes: ChangeLog, last: FoldedPending,
-                   version: int) -> FoldedPending | None:
-    """`last` with the changes appended since its changelog version folded onto its rows, as a
-    compaction would fold them onto the table (its rows folded to a delete keep their position,
-    so that an older change arriving now stays shadowed, as in one fold of everything); None
-    when more than appends of new micro-batches came since (a compaction's clean-up, a schema
-    change) or they hold range / partition deletes: then everything pending is folded again."""
-    if last.batches is None:
-        return None
-    added = appended_partitions(spark, changes.path, last.changelog_version, version, BATCH)
-    if added is None or not all(value.isdigit() for value in added):
-        return None
-    batches = {int(value) for value in added}
-    if batches & last.batches:  # another job's micro-batch of an id already folded: not told apart
-        return None
-    pending = changes.pending(spark, columns, version, batches) if batches else None
-    if pending is None:
-        return replace(last, changelog_version=version, batches=last.batches | batches)
-    if pending.dropped or pending.events is None:
-        return None
-    total = last.changes + pending.changes
-    small = total <= BROADCAST_KEYS
-    base = _with_folded(stored, last, columns, upserts_only=False)
-    store = TombstoneStore(tombstone_path(root, *table))
-    increment = merge_source(spark, base, store, pending.events, [], columns, [], small)
-    source = last.source
-    if increment is not None:
-        if source is not None:
-            names = columns.key_names
-            keys = increment.select(*[F.col(f"`{n}`") for n in names])
-            source = source.join(keys, same_key(source, keys, names), "left_anti").unionByName(increment)
-        else:
-            source = increment
-        source = source.localCheckpoint()
-    return FoldedPending(version, last.table_version, source, small, last.batches | batches, total)
