@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
@@ -168,6 +169,33 @@ def wait_settled(bootstrap: str, topics: list[str], timeout_s: float = 180.0, qu
         elif sum(now.values()) > 0 and time.monotonic() - since >= quiet_s:
             return
     raise AssertionError(f"topics {topics} still growing after {timeout_s} s")
+
+
+def wait_delivered(bootstrap: str, name: str, groups: set[str], since_us: int, timeout_s: float = 300.0) -> None:
+    """Until every one of `groups` (as the workers log them) has committed a streaming position
+    at or past `since_us` in the offsets topic `<name>-offsets`: everything written before then
+    is in the topics. Exact where `wait_settled` only guesses from a pause in the topics' growth."""
+    from bridge.kafka.offsets_topic import OffsetsTopic
+
+    deadline = time.monotonic() + timeout_s
+    offsets = OffsetsTopic({"bootstrap.servers": bootstrap}, f"{name}-offsets", name)
+    try:
+        offsets.start()
+        while True:
+            offsets.catch_up(timeout_s=30)
+            behind = sorted(g for g in groups if not _streams_past(offsets.positions, g, since_us))
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(behind)} groups, e.g. {behind[:3]}, not committed past {since_us}")
+            time.sleep(1.0)
+    finally:
+        offsets.close()
+
+
+def _streams_past(positions: dict[Any, Any], group: str, since_us: int) -> bool:
+    position = next((p for g, p in positions.items() if str(g) == group), None)
+    return position is not None and position.snapshot is None and position.window_start_us >= since_us
 
 
 def submit_command(master: str, args: list[str]) -> list[str]:

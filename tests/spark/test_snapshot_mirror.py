@@ -31,7 +31,7 @@ from tests.integration.worker.harness import (
     worker_properties,
     write_properties,
 )
-from tests.spark.jobs import wait_settled
+from tests.spark.jobs import wait_delivered
 from tests.spark.workload import _canonical
 
 COLUMNS = "pk int, ck int, st int static, v int, l list<int>, s set<int>, m map<int, text>, PRIMARY KEY (pk, ck)"
@@ -203,8 +203,9 @@ def test_a_snapshotted_table_with_changes_meanwhile_mirrors_equal(
         wait_for(lambda: snapshots_over_in_all(everyone), 300, "every group's snapshot over")
         stop.set()
         writer.join()
-        time.sleep(WINDOW_S + 4)  # the confidence window, then the worker's last commits
-        wait_settled(stack.kafka_bootstrap, topics)
+        stopped_us = time.time_ns() // 1000
+        started = {e["group"] for w in everyone for e in w.events() if e.get("event") == "group started"}
+        wait_delivered(stack.kafka_bootstrap, bridge, started, stopped_us)
     finally:
         stop.set()
         if writer.is_alive():
