@@ -22,7 +22,12 @@ Defaults (and their environment overrides):
 - `initial_tablets` 4: tablets of a new table in a tablets keyspace without an `'initial'` option.
 - `new_stream_set_delay_s` 2 s: how far in the future a tablet split/merge/change starts.
 - `bootstrap_delay_s` 5 s: how far in the future `bootstrap_node` starts its generation
-  (ScyllaDB uses 2 x ring_delay + leeway, about a minute; tests cannot wait that long).
+  (ScyllaDB uses 2 x ring_delay + leeway, about a minute; tests cannot wait that long). Below
+  the 5 s leeway plus `generation_refresh_s`, a write timestamped ahead of the clock (as the
+  leeway allows) and issued before the generation was published or seen goes to a stream of the
+  generation before, past that one's end, where no reader looks; ScyllaDB never has such writes.
+  A test that switches generations that soon keeps them in a metadata keyspace of its own
+  (`vnodes_keyspace`), or every test writing ahead on the same stack loses writes.
 """
 
 from __future__ import annotations
