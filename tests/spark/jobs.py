@@ -13,9 +13,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from bridge.scylla.positions import Position
 
 CLI = [sys.executable, "-m", "bridge.cli", "spark"]
 # The tests' JVMs live a few minutes: JIT compiling with C1 only spares the 2 cores C2's work
@@ -183,7 +184,8 @@ def wait_delivered(bootstrap: str, name: str, groups: set[str], since_us: int, t
         offsets.start()
         while True:
             offsets.catch_up(timeout_s=30)
-            behind = sorted(g for g in groups if not _streams_past(offsets.positions, g, since_us))
+            committed = {str(group): position for group, position in offsets.positions.items()}
+            behind = sorted(g for g in groups if not _streams_past(committed.get(g), since_us))
             if not behind:
                 return
             if time.monotonic() > deadline:
@@ -193,8 +195,7 @@ def wait_delivered(bootstrap: str, name: str, groups: set[str], since_us: int, t
         offsets.close()
 
 
-def _streams_past(positions: dict[Any, Any], group: str, since_us: int) -> bool:
-    position = next((p for g, p in positions.items() if str(g) == group), None)
+def _streams_past(position: Position | None, since_us: int) -> bool:
     return position is not None and position.snapshot is None and position.window_start_us >= since_us
 
 
