@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridge_devstack.sim import Emulator
+from bridge_devstack.sim.settings import SimSettings
 from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import WorkerProcess, start_worker, worker_properties, write_properties
 
@@ -16,6 +18,14 @@ from tests.integration.worker.harness import WorkerProcess, start_worker, worker
 def emulator(stack: Endpoints) -> Iterator[Emulator]:
     with Emulator.connect([stack.cassandra_host], stack.cassandra_port) as emu:
         yield emu
+
+
+@pytest.fixture
+def private_emulator(cassandra_session: Any, keyspace: str) -> Iterator[Emulator]:
+    """An emulator whose generations and stream sets live in the test's keyspace: a generation
+    switch in the shared `sim_system_distributed` would reach every other test on the stack
+    (devstack/bridge_devstack/sim/settings.py, `bootstrap_delay_s`)."""
+    yield Emulator(cassandra_session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
 
 
 @pytest.fixture

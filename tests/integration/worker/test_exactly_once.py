@@ -16,12 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bridge_devstack.sim import Emulator
-from bridge_devstack.sim.settings import SimSettings
 from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.chaos import Workload
 from tests.integration.worker.harness import (
@@ -38,12 +36,6 @@ CHANGES = int(os.environ.get("CDC_BRIDGE_CHAOS_CHANGES", "20000"))
 ROUNDS = 4
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def private_emulator(cassandra_session: Any, keyspace: str) -> Iterator[Emulator]:
-    """An emulator whose generations and stream sets live in the test's keyspace."""
-    yield Emulator(cassandra_session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,11 @@ from bridge.kafka.offsets import decode_key, encode_key
 from bridge.scylla.groups import GroupId
 from bridge.scylla.stream_id import StreamId
 from bridge_devstack.sim import Emulator
-from bridge_devstack.sim.settings import SimSettings
 from bridge_devstack.stack.layout import Endpoints
 from tests.integration.worker.harness import DEFAULT_SLOTS, WorkerProcess, owned_slots, read_topic, wait_for
 
 SLOTS = DEFAULT_SLOTS
 KEYS = 16
-
-
-@pytest.fixture
-def private_emulator(cassandra_session: Any, keyspace: str) -> Iterator[Emulator]:
-    """An emulator whose generations and stream sets live in the test's keyspace."""
-    yield Emulator(cassandra_session, SimSettings(vnodes_keyspace=keyspace, tablets_keyspace=keyspace))
 
 
 def table_in(emu: Emulator, keyspace: str, kind: str, cassandra_session: Any) -> tuple[str, str]:
