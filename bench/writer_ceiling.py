@@ -1,6 +1,6 @@
 """The load the freshness bench can put on this machine: its writer alone, nothing reading.
 
-    .venv/bin/python bench/writer_ceiling.py [--rate 2000] [--duration 60] [--partitions 1000]
+    .venv/bin/python bench/writer_ceiling.py [--rate 2000] [--duration 60] [--partitions 1000] [--record]
 
 bench/spark_mirror_freshness.py's `Writer` (the same writes, chunks and pacing) into a fresh CDC
 table of the local stack, with no worker, no Spark and no poller: the writes/s it reaches is the
@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_mirror_freshness import TABLE, Writer
 
+from bench.results import add_record_flag, command_line, record
 from bridge_devstack.sim import Emulator
 from bridge_devstack.sim.load import BULK_TABLE_COLUMNS
 from bridge_devstack.stack.manager import StackManager
@@ -33,6 +34,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=2000, help="target writes per second")
     parser.add_argument("--duration", type=float, default=60, help="seconds of writing")
     parser.add_argument("--partitions", type=int, default=1000, help="as the freshness bench's")
+    add_record_flag(parser)
     args = parser.parse_args()
     endpoints = StackManager.default().endpoints
     keyspace = f"writer_ceiling_{uuid.uuid4().hex[:8]}"
@@ -51,10 +53,12 @@ def main() -> int:
         if writer.error is not None:
             raise writer.error
         seconds = time.monotonic() - began
+        rate = round(writer.written / seconds)
         print(json.dumps({"bench": "writer_ceiling", "rate_target": args.rate, "duration_s": round(seconds, 1),
-                          "writes": writer.written, "writes_per_s": round(writer.written / seconds),
-                          "writes_landed_late": writer.late_writes,
+                          "writes": writer.written, "writes_per_s": rate, "writes_landed_late": writer.late_writes,
                           "write_landing_s_max": round(writer.landing_s_max, 2)}))
+        if args.record:
+            record({"freshness_writer_ceiling_writes_per_s": rate}, command_line(), bench="writer_ceiling")
     finally:
         emu.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
     return 0
