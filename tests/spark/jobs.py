@@ -16,6 +16,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.scylla.positions import Position
 
 CLI = [sys.executable, "-m", "bridge.cli", "spark"]
@@ -176,8 +177,6 @@ def wait_delivered(bootstrap: str, name: str, groups: set[str], since_us: int, t
     """Until every one of `groups` (as the workers log them) has committed a streaming position
     at or past `since_us` in the offsets topic `<name>-offsets`: everything written before then
     is in the topics. Exact where `wait_settled` only guesses from a pause in the topics' growth."""
-    from bridge.kafka.offsets_topic import OffsetsTopic
-
     deadline = time.monotonic() + timeout_s
     offsets = OffsetsTopic({"bootstrap.servers": bootstrap}, f"{name}-offsets", name)
     try:
