@@ -16,6 +16,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from bridge.kafka.errors import KafkaUnavailableError
 from bridge.kafka.offsets_topic import OffsetsTopic
 from bridge.scylla.positions import Position
 
@@ -179,16 +180,21 @@ def wait_delivered(bootstrap: str, name: str, groups: set[str], since_us: int, t
     is in the topics. Exact where `wait_settled` only guesses from a pause in the topics' growth."""
     deadline = time.monotonic() + timeout_s
     offsets = OffsetsTopic({"bootstrap.servers": bootstrap}, f"{name}-offsets", name)
+    behind, problem = sorted(groups), ""
     try:
         offsets.start()
         while True:
-            offsets.catch_up(timeout_s=30)
-            committed = {str(group): position for group, position in offsets.positions.items()}
-            behind = sorted(g for g in groups if not _streams_past(committed.get(g), since_us))
-            if not behind:
-                return
+            try:  # what is committed now: an open transaction's positions come at a later turn
+                offsets.catch_up(timeout_s=30, committed_only=True)
+            except KafkaUnavailableError as error:  # a broker started a moment ago: the next turn asks again
+                problem = f"; last read: {error}"
+            else:
+                committed = {str(group): position for group, position in offsets.positions.items()}
+                behind = sorted(g for g in groups if not _streams_past(committed.get(g), since_us))
+                if not behind:
+                    return
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(behind)} groups, e.g. {behind[:3]}, not committed past {since_us}")
+                raise AssertionError(f"{len(behind)} groups, e.g. {behind[:3]}, not committed past {since_us}{problem}")
             time.sleep(1.0)
     finally:
         offsets.close()
