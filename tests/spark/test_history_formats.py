@@ -173,6 +173,7 @@ def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path,
     element changes edit the set, a nulled cell and a delete end versions. Two tables in one
     micro-batch, written side by side (`TABLES_AT_ONCE`), each under the streaming query's id."""
     from bridge.spark.core.decode import ValueFormat
+    from bridge.spark.fold.delta_tables import NO_STATISTICS
     from bridge.spark.history.writer import HistoryWriter
     from bridge.spark.jobs import SourceOptions, avro_decoder
 
@@ -193,6 +194,8 @@ def test_history_of_legacy_records(spark: Any, stack: Endpoints, tmp_path: Path,
         path = str(tmp_path / "ks" / name)
         assert _history(spark, path) == LEGACY_VERSIONS, name
         assert f"legh:the-query:ks.{name}:new" in _txn_app_ids(Path(path)), name
+        changes = spark.sql(f"DESCRIBE DETAIL delta.`{writer.changes_path('ks', name)}`").collect()[0]
+        assert NO_STATISTICS.items() <= changes["properties"].items(), "the changes table collects no statistics"
     _check_as_of(spark, str(tmp_path / "ks" / "t"), LEGACY_VERSIONS, (BASE_US + 3, BASE_US + 6))
     if value_format == "json":  # the command itself once (a JVM of its own)
         _check_as_of_command(spark, str(tmp_path / "ks" / "t"), BASE_US + 6)

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from bridge.spark.core.decode import Group, ValueFormat
 from bridge.spark.core.shape import TableShape
 from bridge.spark.fold.delta_tables import TABLE_PROPERTIES, log_versions
-from bridge.spark.mirror.changelog import CHECKPOINT_EVERY, CHECKPOINT_INTERVAL
+from bridge.spark.mirror.changelog import CHANGELOG_PROPERTIES, CHECKPOINT_EVERY, CHECKPOINT_INTERVAL
 from bridge.spark.mirror.view import current_state
 from bridge.spark.mirror.writer import MirrorWriter
 from tests.spark.jobs import CLI
@@ -39,6 +39,18 @@ def _rows(frame: Any) -> dict[Any, dict[str, Any]]:
 
 def _expected(reference: ReferenceMirror) -> dict[Any, dict[str, Any]]:
     return {k: {c: v for c, v in row.items() if not c.startswith("_cdc")} for k, row in reference.expected().items()}
+
+
+def _statistics_columns(table: Path) -> set[str]:
+    """The columns with statistics in any data file the table's commits added."""
+    found: set[str] = set()
+    for commit in (table / "_delta_log").glob("*.json"):
+        for line in commit.read_text().splitlines():
+            stats = orjson.loads(line).get("add", {}).get("stats")
+            if stats:
+                parsed = orjson.loads(stats)
+                found |= set(parsed.get("minValues", {})) | set(parsed.get("nullCount", {}))
+    return found
 
 
 def _later(batch: MicroBatch, batch_id: int, shifted: set[int]) -> MicroBatch:
@@ -76,10 +88,12 @@ def test_compactions_beside_appends_lose_and_repeat_nothing(spark: Any, tmp_path
     expected = _expected(reference)
     assert _rows(current_state(spark, str(root), "ks", "t")) == expected, "the view"
     # The appends write no checkpoint of the changelog (Delta's interval set to 100, more commits
-    # than this test makes); the compactions write them. The table has the mirror's properties.
+    # than this test makes); the compactions write them. It collects no column statistics. The
+    # table has the mirror's properties.
     changelog = root / "_cdc_changes" / "ks" / "t"
     properties = spark.sql(f"DESCRIBE DETAIL delta.`{changelog}`").collect()[0]["properties"]
-    assert properties.get("delta.checkpointInterval") == str(CHECKPOINT_INTERVAL)
+    assert CHANGELOG_PROPERTIES.items() <= properties.items(), properties
+    assert not _statistics_columns(changelog), "the changelog's files carry no column statistics"
     table = spark.sql(f"DESCRIBE DETAIL delta.`{root / 'ks' / 't'}`").collect()[0]["properties"]
     assert TABLE_PROPERTIES.items() <= table.items(), table  # deletion vectors for the compaction's MERGE
     latest, checkpointed = log_versions(spark, str(changelog))

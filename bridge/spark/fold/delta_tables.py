@@ -23,6 +23,12 @@ from bridge.spark.fold.reference import HIDDEN
 # Deletion vectors: a MERGE marks the rows it replaces or deletes in a small file beside the data
 # file instead of rewriting that file, so a micro-batch writes about its own rows (docs/spark.md).
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
+# The properties of a job's own append-only table of changes (the mirror's changelog, the
+# history's changes), given on its creation: no column statistics. Nothing reads those tables by a
+# column's bounds (they are read whole, or joined with a micro-batch's keys, and cleaned up by
+# partition), and collecting them for the event struct's leaves cost up to a tenth of an append's
+# write (docs/spark.md, "What a micro-batch costs").
+NO_STATISTICS = {"delta.dataSkippingNumIndexedCols": "0"}
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\..+)?\.parquet$")  # single-part, multi-part or v2
 _MARKED_MERGE = threading.Lock()  # one MERGE with an idempotent-write marker at a time (`merge_actions`)

@@ -48,7 +48,14 @@ from bridge.spark.core.kafka_ranges import KafkaRanges, Ranges
 from bridge.spark.core.progress import count_records
 from bridge.spark.core.session import query_scoped, side_by_side
 from bridge.spark.fold.batch_reader import BatchReader, Table
-from bridge.spark.fold.delta_tables import columns_from_delta, delta_schema, merge_actions, partitions, write_schema
+from bridge.spark.fold.delta_tables import (
+    NO_STATISTICS,
+    columns_from_delta,
+    delta_schema,
+    merge_actions,
+    partitions,
+    write_schema,
+)
 from bridge.spark.fold.frames import MirrorColumns, same_key
 from bridge.spark.fold.reference import HIDDEN
 from bridge.spark.fold.tombstones import TombstoneStore
@@ -215,7 +222,8 @@ class HistoryWriter:
         keyed = [F.col(f"`{n}`") for n in names]
         batch_keys = rows.select(*keyed).distinct().persist() if rows is not None else None
         known_parts: list[DataFrame] = []
-        if DeltaTable.isDeltaTable(spark, changes_path):  # read before the append: the keys changed before
+        exists = DeltaTable.isDeltaTable(spark, changes_path)
+        if exists:  # read before the append: the keys changed before
             before = spark.read.format("delta").load(changes_path).select(*keyed, TS, OP)
             if batch_keys is not None:
                 small = F.broadcast(batch_keys)
@@ -234,6 +242,7 @@ class HistoryWriter:
             stages.done("keys_split")
             if rows is not None:
                 (rows.write.format("delta").mode("append").option("mergeSchema", "true")
+                 .options(**({} if exists else NO_STATISTICS))
                  .option("txnAppId", f"{app_id}:changes").option("txnVersion", batch_id).save(changes_path))
                 stages.done("changes_appended")
             written = 0

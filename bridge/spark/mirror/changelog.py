@@ -40,7 +40,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bridge.spark.fold.delta_tables import checkpoint, latest_version, log_versions
+from bridge.spark.fold.delta_tables import NO_STATISTICS, checkpoint, latest_version, log_versions
 from bridge.spark.fold.events import event_type
 from bridge.spark.fold.frames import MirrorColumns
 
@@ -54,6 +54,7 @@ RECENT_COMMITS = 200
 CHECKPOINT_EVERY = 10  # commits, Delta's default interval, which `ChangeLog.checkpoint` keeps
 # An inline checkpoint only for a changelog that no compaction checkpoints (one every 100 appends).
 CHECKPOINT_INTERVAL = 100
+CHANGELOG_PROPERTIES = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL), **NO_STATISTICS}  # a new changelog's
 
 
 def changes_path(root: str, keyspace: str, table: str) -> str:
@@ -137,7 +138,7 @@ class ChangeLog:
         if first:
             writer = writer.option("txnAppId", app_id).option("txnVersion", batch_id)
             if not exists:
-                writer = writer.partitionBy(BATCH).option("delta.checkpointInterval", str(CHECKPOINT_INTERVAL))
+                writer = writer.partitionBy(BATCH).options(**CHANGELOG_PROPERTIES)
         writer.save(self.path)
         self.commits += 1
         self._last[app_id] = batch_id
