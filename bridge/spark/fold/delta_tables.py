@@ -27,7 +27,7 @@ TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 # history's changes), given on its creation: no column statistics. Nothing reads those tables by a
 # column's bounds (they are read whole, or joined with a micro-batch's keys, and cleaned up by
 # partition), and collecting them for the event struct's leaves cost up to a tenth of an append's
-# write (docs/spark.md, "What a micro-batch costs").
+# write (docs/spark.md, "Where an append's time goes").
 NO_STATISTICS = {"delta.dataSkippingNumIndexedCols": "0"}
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\..+)?\.parquet$")  # single-part, multi-part or v2
