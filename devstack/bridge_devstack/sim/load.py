@@ -78,6 +78,9 @@ class LoadReport:
     rows: int = 0
     elapsed_s: float = 0.0
     refused: int = 0
+    # bulk_fill: the longest a chunk took from its first `cdc$time` stamp to the end of its send,
+    # to compare with a reader's confidence window
+    slowest_chunk_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         rate = self.operations / self.elapsed_s if self.elapsed_s else 0.0
@@ -240,10 +243,15 @@ def bulk_fill(
     schema = emulator.table(keyspace, table).schema
     report = LoadReport()
     start = time.monotonic()
+    def send(writes: list[Write], stamped: float) -> None:  # in the one sender thread
+        send_writes(emulator, writes, concurrency)
+        report.slowest_chunk_s = max(report.slowest_chunk_s, time.monotonic() - stamped)
+
     # One chunk is sent (by a helper thread) while the next is planned.
     with ThreadPoolExecutor(max_workers=1) as sender:
         pending: Future[None] | None = None
         for first in range(0, changes, chunk):
+            stamped = time.monotonic()
             mutations = []
             for i in range(first, min(first + chunk, changes)):
                 mutation = PartitionMutation(schema, (i % partitions,))
@@ -253,7 +261,7 @@ def bulk_fill(
             writes = [w for batch in plan.log_batches + (plan.batches if base else []) for w in batch]
             if pending is not None:
                 pending.result()
-            pending = sender.submit(send_writes, emulator, writes, concurrency)
+            pending = sender.submit(send, writes, stamped)
             if not pipelined:
                 pending.result()
             report.operations += len(mutations)

@@ -22,6 +22,7 @@ class Workload:
     rounds: int
     per_round: int
     deleted: dict[tuple[str, str], set[tuple[int, int]]] = field(default_factory=dict)
+    slowest_chunk_s: float = 0.0  # from a chunk's first stamp to its last row written
 
     def create(self, emulator: Emulator) -> None:
         for keyspace, table in self.tables:
@@ -35,8 +36,9 @@ class Workload:
         # readers had already passed them: the first row of a chunk was "lost" by the test's own
         # late write (exactly what the confidence window is for), not by the bridge.
         for keyspace, table in self.tables:
-            bulk_fill(emulator, keyspace, table, self.per_round, partitions=PARTITIONS,
-                      first_value=number * self.per_round, chunk=CHUNK, pipelined=False)
+            report = bulk_fill(emulator, keyspace, table, self.per_round, partitions=PARTITIONS,
+                               first_value=number * self.per_round, chunk=CHUNK, pipelined=False)
+            self.slowest_chunk_s = max(self.slowest_chunk_s, report.slowest_chunk_s)
 
     def delete_some(self, emulator: Emulator, count: int) -> None:
         for keyspace, table in self.tables:
@@ -73,7 +75,9 @@ class Workload:
                 wrong.append(f"row {row}: got {got}, wanted {wanted}")
                 if not got:
                     missing.add(row[0])
-        # All the differences counted, so a failure tells one late stream from a general loss.
+        # All the differences counted, so a failure tells one late stream from a general loss, and
+        # the writer's slowest chunk a loss from the test's own late write (write_round says how).
         assert not wrong, (f"{table}: {len(wrong)} of {self.per_round} rows differ ({len(messages)} messages "
-                           f"read); rows with nothing in partitions {sorted(missing)}; first: {wrong[0]}")
+                           f"read); rows with nothing in partitions {sorted(missing)}; first: {wrong[0]}; the "
+                           f"writer's slowest chunk of {CHUNK} took {self.slowest_chunk_s:.1f} s from its stamp")
         assert not seen, f"unexpected rows {list(seen)[:5]}"
