@@ -243,6 +243,7 @@ def bulk_fill(
     schema = emulator.table(keyspace, table).schema
     report = LoadReport()
     start = time.monotonic()
+
     def send(writes: list[Write], stamped: float) -> None:  # in the one sender thread
         send_writes(emulator, writes, concurrency)
         report.slowest_chunk_s = max(report.slowest_chunk_s, time.monotonic() - stamped)
