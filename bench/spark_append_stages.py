@@ -18,6 +18,7 @@ the Kafka read of the same run. Needs the local stack.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -27,22 +28,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
+from bridge.observability import configure_logging
 from bridge.spark.core.decode import ValueFormat, json_groups
+from bridge.spark.core.kafka_ranges import KafkaRanges
 from bridge.spark.core.session import build_session
 from bridge.spark.fold.delta_tables import NO_STATISTICS
 from bridge.spark.fold.frames import MirrorColumns, change_events
 from bridge.spark.mirror.writer import MirrorWriter
 from bridge_devstack.stack.manager import StackManager
-
-
-def _read(spark: SparkSession, bootstrap: str, topic: str, records: int) -> DataFrame:
-    return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-            .option("kafka.isolation.level", "read_committed").option("includeHeaders", "true")
-            .option("assign", json.dumps({topic: [0]})).option("minPartitions", "4")
-            .option("startingOffsets", json.dumps({topic: {"0": 0}}))
-            .option("endingOffsets", json.dumps({topic: {"0": records}})).load())
 
 
 def _timed(run: Callable[[], object]) -> float:
@@ -57,16 +52,21 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=70_000, help="offsets read from the topic's start")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each stage (the best counts)")
     args = parser.parse_args()
+    configure_logging(file=sys.stderr)  # the job's own log lines; stdout holds the report alone
     bootstrap = StackManager.default().endpoints.kafka_bootstrap
     spark = build_session("local[2]", "append-stages")
-    raw = _read(spark, bootstrap, args.topic, args.records)
+    # the mirror's re-read of a topic's offsets (`core.kafka_ranges`), with its source's options
+    reader = KafkaRanges({"kafka.bootstrap.servers": bootstrap, "kafka.isolation.level": "read_committed",
+                          "includeHeaders": "true", "minPartitions": "4"})
+    raw = reader.read(spark, args.topic, {0: (0, args.records)})
     groups = [g for g in json_groups(raw) if g.kind == "envelope"]
     if len(groups) != 1:
         raise SystemExit(f"{args.topic}: {len(groups)} envelope schemas in its first records, not one")
     group = groups[0]
-    events = change_events(group, MirrorColumns(group.shape.columns if group.shape else ()))
+    columns = MirrorColumns(group.shape.columns if group.shape else ())
+    events = change_events(group, columns)
     folder = tempfile.mkdtemp(prefix="append-stages-")
-    written = iter(range(10**6))
+    written = itertools.count()
 
     def noop(frame: DataFrame) -> Callable[[], object]:
         return lambda: frame.write.format("noop").mode("overwrite").save()
@@ -77,7 +77,7 @@ def main() -> int:
     # the product's append of the table's changes into one mirror, as micro-batch after micro-batch
     # (its table and changelog exist after the warm-up run), without range deletes
     writer = MirrorWriter(f"{folder}/mirror", "append-stages", ValueFormat.JSON_SCHEMAS)
-    batch_ids = iter(range(10**6))
+    batch_ids = itertools.count()
 
     def mirror_append() -> object:
         return writer.append(spark, group.keyspace_table, [group], [], next(batch_ids))
@@ -93,7 +93,7 @@ def main() -> int:
         "mirror_append": mirror_append,
     }
     report: dict[str, object] = {"bench": "spark_append_stages", "topic": args.topic, "offsets": args.records,
-                                 "records": group.records, "columns": len(group.shape.columns if group.shape else ())}
+                                 "records": group.records, "columns": len(columns.columns)}
     for run in stages.values():  # the JIT's warm-up, not counted
         run()
     runs: dict[str, list[float]] = {name: [] for name in stages}
