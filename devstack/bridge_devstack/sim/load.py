@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from cassandra.concurrent import execute_concurrent
 
@@ -71,6 +71,15 @@ class LoadSpec:
             raise ConfigurationError(f"rate: must be positive, got {self.rate}")
 
 
+class ChunkLanding(NamedTuple):
+    """A chunk of bulk_fill's changes `first` to `end` (exclusive), written `seconds` after the
+    moment before their `cdc$time` was stamped (an upper bound of their lateness)."""
+
+    first: int
+    end: int
+    seconds: float
+
+
 @dataclass(slots=True)
 class LoadReport:
     operations: int = 0
@@ -78,9 +87,9 @@ class LoadReport:
     rows: int = 0
     elapsed_s: float = 0.0
     refused: int = 0
-    # bulk_fill: the longest a chunk took from its first `cdc$time` stamp to the end of its send,
-    # to compare with a reader's confidence window
-    slowest_chunk_s: float = 0.0
+    # bulk_fill: each chunk's changes and how long they took from their `cdc$time` stamps to the
+    # end of their send, to compare with a reader's confidence window
+    chunks: list[ChunkLanding] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         rate = self.operations / self.elapsed_s if self.elapsed_s else 0.0
@@ -244,17 +253,17 @@ def bulk_fill(
     report = LoadReport()
     start = time.monotonic()
 
-    def send(writes: list[Write], stamped: float) -> None:  # in the one sender thread
+    def send(writes: list[Write], first: int, end: int, stamped: float) -> None:  # in the one sender thread
         send_writes(emulator, writes, concurrency)
-        report.slowest_chunk_s = max(report.slowest_chunk_s, time.monotonic() - stamped)
+        report.chunks.append(ChunkLanding(first, end, time.monotonic() - stamped))
 
     # One chunk is sent (by a helper thread) while the next is planned.
     with ThreadPoolExecutor(max_workers=1) as sender:
         pending: Future[None] | None = None
         for first in range(0, changes, chunk):
-            stamped = time.monotonic()
+            stamped, end = time.monotonic(), min(first + chunk, changes)
             mutations = []
-            for i in range(first, min(first + chunk, changes)):
+            for i in range(first, end):
                 mutation = PartitionMutation(schema, (i % partitions,))
                 mutation.row((i // partitions,)).cells["v"] = Cell(emulator.clock(), value=first_value + i)
                 mutations.append(mutation)
@@ -262,7 +271,7 @@ def bulk_fill(
             writes = [w for batch in plan.log_batches + (plan.batches if base else []) for w in batch]
             if pending is not None:
                 pending.result()
-            pending = sender.submit(send, writes, stamped)
+            pending = sender.submit(send, writes, first, end, stamped)
             if not pipelined:
                 pending.result()
             report.operations += len(mutations)
@@ -290,4 +299,5 @@ def send_writes(emulator: Emulator, writes: list[Write], concurrency: int, batch
     execute_concurrent(emulator.session, statements, concurrency=concurrency, raise_on_first_error=True)
 
 
-__all__ = ["DEFAULT_MIX", "KINDS", "LoadGenerator", "LoadReport", "LoadSpec", "bulk_fill", "parse_mix", "send_writes"]
+__all__ = ["DEFAULT_MIX", "KINDS", "ChunkLanding", "LoadGenerator", "LoadReport", "LoadSpec", "bulk_fill", "parse_mix",
+           "send_writes"]

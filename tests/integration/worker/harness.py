@@ -51,6 +51,7 @@ DEFAULT_EXCEPTIONS = {
     "metrics.port": "0 (off): many workers share the machine; probe tests pick a free port",
 }
 DEFAULT_SLOTS = int(BridgeConfig.model_fields["slots_count"].default)
+CONFIDENCE_WINDOW_MS = 2000  # the tests' (DEFAULT_EXCEPTIONS)
 
 
 def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extra: object) -> dict[str, str]:
@@ -61,7 +62,7 @@ def worker_properties(endpoints: Endpoints, name: str, tables: list[str], **extr
         "topic.prefix": name,
         "scylla.cluster.ip.addresses": f"{endpoints.cassandra_host}:{endpoints.cassandra_port}",
         "scylla.table.names": ",".join(tables),
-        "scylla.confidence.window.size": "2000",
+        "scylla.confidence.window.size": str(CONFIDENCE_WINDOW_MS),
         "scylla.initial.lookback.ms": "300000",
         "scylla.cdc.metadata.vnodes.keyspace": "sim_system_distributed",
         "scylla.cdc.metadata.tablets.keyspace": "sim_system",
